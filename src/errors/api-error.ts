@@ -1,0 +1,182 @@
+/**
+ * ApiError: the one error currency of Trellis.
+ *
+ * Store, auth and service code throw only ApiError (built by the helpers below). It carries
+ * the canonical gRPC code and the structured details AIP-193 asks for, but no transport:
+ * `toConnectError` (to-connect-error.ts) turns it into a ConnectError with
+ * `google.rpc.ErrorInfo` first, which connect-node writes natively per protocol
+ * (grpc-status-details-bin on gRPC, error details on Connect and gRPC-web) and the REST door
+ * renders as a google.rpc.Status JSON body.
+ *
+ * This module has no dependency on connect or on generated code, so the store can use it.
+ */
+
+/** gRPC status codes (google/rpc/code.proto), the numbers clients switch on. */
+export const GrpcCode = {
+  Canceled: 1,
+  Unknown: 2,
+  InvalidArgument: 3,
+  DeadlineExceeded: 4,
+  NotFound: 5,
+  AlreadyExists: 6,
+  PermissionDenied: 7,
+  ResourceExhausted: 8,
+  FailedPrecondition: 9,
+  Aborted: 10,
+  OutOfRange: 11,
+  Unimplemented: 12,
+  Internal: 13,
+  Unavailable: 14,
+  DataLoss: 15,
+  Unauthenticated: 16,
+} as const;
+export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
+
+/** Canonical code names; ErrorInfo.reason defaults to the name of the code (spec §7). */
+export const CODE_NAMES: Readonly<Record<number, string>> = {
+  1: "CANCELLED",
+  2: "UNKNOWN",
+  3: "INVALID_ARGUMENT",
+  4: "DEADLINE_EXCEEDED",
+  5: "NOT_FOUND",
+  6: "ALREADY_EXISTS",
+  7: "PERMISSION_DENIED",
+  8: "RESOURCE_EXHAUSTED",
+  9: "FAILED_PRECONDITION",
+  10: "ABORTED",
+  11: "OUT_OF_RANGE",
+  12: "UNIMPLEMENTED",
+  13: "INTERNAL",
+  14: "UNAVAILABLE",
+  15: "DATA_LOSS",
+  16: "UNAUTHENTICATED",
+};
+
+/** One google.rpc.BadRequest.FieldViolation. `field` is a proto field path (snake_case). */
+export interface FieldViolation {
+  readonly field: string;
+  readonly description: string;
+}
+
+/** One google.rpc.PreconditionFailure.Violation. */
+export interface PreconditionViolation {
+  readonly type: string;
+  readonly subject?: string;
+  readonly description: string;
+}
+
+/** google.rpc.ResourceInfo, attached to NOT_FOUND and ALREADY_EXISTS. */
+export interface ResourceInfo {
+  readonly resourceType: string;
+  readonly resourceName: string;
+  readonly description?: string;
+}
+
+export interface ApiErrorInit {
+  /** ErrorInfo.reason; defaults to the code's canonical name. */
+  readonly reason?: string;
+  /** ErrorInfo.metadata: every dynamic part of the message, as AIP-193 asks. */
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly fieldViolations?: readonly FieldViolation[];
+  readonly preconditionViolations?: readonly PreconditionViolation[];
+  readonly resourceInfo?: ResourceInfo;
+  /** The original exception, logged by the boundary, never sent to the client. */
+  readonly cause?: unknown;
+}
+
+/** An error with a gRPC code, a client-safe message and AIP-193 details. */
+export class ApiError extends Error {
+  override name = "ApiError";
+  readonly code: GrpcCode;
+  readonly reason: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly fieldViolations: readonly FieldViolation[];
+  readonly preconditionViolations: readonly PreconditionViolation[];
+  readonly resourceInfo: ResourceInfo | undefined;
+
+  constructor(code: GrpcCode, message: string, init: ApiErrorInit = {}) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.code = code;
+    this.reason = init.reason ?? CODE_NAMES[code] ?? "UNKNOWN";
+    this.metadata = init.metadata ?? {};
+    this.fieldViolations = init.fieldViolations ?? [];
+    this.preconditionViolations = init.preconditionViolations ?? [];
+    this.resourceInfo = init.resourceInfo;
+  }
+}
+
+/**
+ * INVALID_ARGUMENT with a BadRequest detail. The message follows spec §7:
+ * `Invalid argument: <field>: <violation>` (several violations are joined with "; ").
+ */
+export function invalidArgument(violations: readonly FieldViolation[], init: ApiErrorInit = {}): ApiError {
+  const text = violations.map((v) => `${v.field}: ${v.description}`).join("; ");
+  return new ApiError(GrpcCode.InvalidArgument, `Invalid argument: ${text}`, {
+    ...init,
+    fieldViolations: violations,
+  });
+}
+
+/** Shorthand for one field violation. */
+export function invalidField(field: string, description: string): ApiError {
+  return invalidArgument([{ field, description }]);
+}
+
+/**
+ * FAILED_PRECONDITION with a PreconditionFailure detail. Message: `Precondition failed: <why>`
+ * (spec §7, e.g. `Precondition failed: cannot delete group with child repos`).
+ */
+export function failedPrecondition(violation: PreconditionViolation, init: ApiErrorInit = {}): ApiError {
+  return new ApiError(GrpcCode.FailedPrecondition, `Precondition failed: ${violation.description}`, {
+    ...init,
+    preconditionViolations: [violation],
+  });
+}
+
+/** NOT_FOUND for one resource, with ResourceInfo. */
+export function notFound(resourceType: string, resourceName: string): ApiError {
+  return new ApiError(GrpcCode.NotFound, `Not found: ${resourceType} ${JSON.stringify(resourceName)}`, {
+    metadata: { resource_type: resourceType, resource_name: resourceName },
+    resourceInfo: { resourceType, resourceName },
+  });
+}
+
+/** ALREADY_EXISTS for one resource, with ResourceInfo. */
+export function alreadyExists(resourceType: string, resourceName: string, description: string): ApiError {
+  return new ApiError(GrpcCode.AlreadyExists, `Already exists: ${description}`, {
+    metadata: { resource_type: resourceType, resource_name: resourceName },
+    resourceInfo: { resourceType, resourceName, description },
+  });
+}
+
+/** PERMISSION_DENIED. The message never says whether the resource exists. */
+export function permissionDenied(description: string, init: ApiErrorInit = {}): ApiError {
+  return new ApiError(GrpcCode.PermissionDenied, `Permission denied: ${description}`, init);
+}
+
+/** UNAUTHENTICATED with a specific reason (e.g. TOKEN_EXPIRED). */
+export function unauthenticated(reason: string, description: string): ApiError {
+  return new ApiError(GrpcCode.Unauthenticated, `Unauthenticated: ${description}`, { reason });
+}
+
+/** UNIMPLEMENTED for a method a later release implements. */
+export function unimplemented(method: string): ApiError {
+  return new ApiError(GrpcCode.Unimplemented, `Unimplemented: ${method} is not implemented by this server yet`, {
+    metadata: { method },
+  });
+}
+
+/** RESOURCE_EXHAUSTED, e.g. a request body over the size limit. */
+export function resourceExhausted(description: string, init: ApiErrorInit = {}): ApiError {
+  return new ApiError(GrpcCode.ResourceExhausted, `Resource exhausted: ${description}`, init);
+}
+
+/** UNAVAILABLE: retryable; the write certainly did not commit. */
+export function unavailable(description: string, init: ApiErrorInit = {}): ApiError {
+  return new ApiError(GrpcCode.Unavailable, `Unavailable: ${description}`, init);
+}
+
+/** INTERNAL with a generic message; the cause is logged by the boundary, not sent. */
+export function internal(cause?: unknown): ApiError {
+  return new ApiError(GrpcCode.Internal, "Internal error", { cause });
+}

@@ -1,0 +1,83 @@
+/**
+ * Server configuration from flags and environment (flags win).
+ *
+ *   --addr HOST:PORT   TRELLIS_ADDR   default 127.0.0.1:8080 (port 0 picks a free port)
+ *   --data DIR         TRELLIS_DATA   default ./data
+ *   --tls-cert FILE, --tls-key FILE   TRELLIS_TLS_CERT / TRELLIS_TLS_KEY: serve TLS with ALPN
+ *   --error-domain D   TRELLIS_ERROR_DOMAIN  default iam.chainguard.dev (ErrorInfo.domain)
+ *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels; "silent" turns logs off)
+ */
+import { parseArgs } from "node:util";
+
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  readonly errorDomain: string;
+  readonly logLevel: string;
+}
+
+export const DEFAULT_ERROR_DOMAIN = "iam.chainguard.dev";
+
+/** Pinned transport limits (each guarded by a test). */
+export const LIMITS = {
+  /** Largest request message, also after decompression (connect readMaxBytes, REST body cap). */
+  maxMessageBytes: 1024 * 1024,
+  /** Ceiling on a client's deadline (grpc-timeout / connect-timeout-ms). */
+  maxTimeoutMs: 60_000,
+  /** HTTP/2 streams one connection may have open at once. */
+  maxConcurrentStreams: 100,
+  /** An HTTP/2 session with no frames for this long is closed gracefully. */
+  http2IdleMs: 120_000,
+  /** HTTP/1.1: time to receive the request headers, and the whole request. */
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  /** Request header bytes (JWTs fit comfortably). */
+  maxHeaderBytes: 16 * 1024,
+  /** A connection that sends nothing for this long after accept is closed. */
+  firstBytesTimeoutMs: 10_000,
+  /** In-flight calls get this long to finish on SIGINT/SIGTERM. */
+  shutdownGraceMs: 10_000,
+} as const;
+
+/** Parses `serve` flags. @throws Error with a usage message on bad input. */
+export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      addr: { type: "string" },
+      data: { type: "string" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
+      "error-domain": { type: "string" },
+      "log-level": { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const addr = values.addr ?? env.TRELLIS_ADDR ?? "127.0.0.1:8080";
+  const { host, port } = parseAddr(addr);
+  const certFile = values["tls-cert"] ?? env.TRELLIS_TLS_CERT;
+  const keyFile = values["tls-key"] ?? env.TRELLIS_TLS_KEY;
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new Error("--tls-cert and --tls-key must be given together");
+  }
+  return {
+    host,
+    port,
+    dataDir: values.data ?? env.TRELLIS_DATA ?? "./data",
+    tls: certFile && keyFile ? { certFile, keyFile } : undefined,
+    errorDomain: values["error-domain"] ?? env.TRELLIS_ERROR_DOMAIN ?? DEFAULT_ERROR_DOMAIN,
+    logLevel: values["log-level"] ?? env.TRELLIS_LOG_LEVEL ?? "info",
+  };
+}
+
+/** "HOST:PORT" or "[v6]:PORT". */
+export function parseAddr(addr: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(addr);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65535) throw new Error(`--addr must be HOST:PORT (got ${JSON.stringify(addr)})`);
+  return { host: m[1] ?? m[2] ?? "127.0.0.1", port };
+}

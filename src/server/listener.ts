@@ -1,0 +1,149 @@
+/**
+ * One TCP port for every protocol.
+ *
+ * Cleartext: Node's `http2.createServer({ allowHTTP1 })` does not serve HTTP/1.1 without TLS
+ * (nodejs/node#26795), so each accepted socket is routed by its first bytes: the HTTP/2
+ * client preface ("PRI * HTTP/2.0…") goes to an http2 server (gRPC with prior knowledge, h2c
+ * Connect/gRPC-web/REST), anything else to an http server (HTTP/1.1 Connect, gRPC-web, REST).
+ * A socket that sends nothing within `firstBytesTimeoutMs` is closed (slowloris guard).
+ *
+ * TLS: one `http2.createSecureServer({ allowHTTP1: true })`, ALPN picks h2 or http/1.1.
+ *
+ * Pinned limits (config.ts LIMITS): h2 maxConcurrentStreams and idle-session close; HTTP/1.1
+ * headers/request/keep-alive timeouts and header size.
+ */
+import fs from "node:fs";
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { LIMITS } from "./config.js";
+
+export type RequestHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface Listener {
+  readonly host: string;
+  readonly port: number;
+  /** Stops accepting; lets in-flight requests finish up to `graceMs`, then destroys what is left. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface ListenOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+}
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/** Starts listening; resolves once the port is bound. */
+export async function listen(handler: RequestHandler, options: ListenOptions): Promise<Listener> {
+  const h2Options: http2.ServerOptions = {
+    settings: { maxConcurrentStreams: LIMITS.maxConcurrentStreams },
+    maxSessionRejectedStreams: 100,
+    maxSessionInvalidFrames: 1000,
+  };
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.Http2Session>();
+  const trackSession = (session: http2.Http2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    // Idle sessions are closed gracefully (GOAWAY; open streams finish).
+    session.setTimeout(LIMITS.http2IdleMs, () => session.close());
+  };
+
+  let front: net.Server;
+  let h1: http.Server | undefined;
+  let h2: http2.Http2Server | http2.Http2SecureServer;
+
+  if (options.tls) {
+    const secure = http2.createSecureServer(
+      {
+        ...h2Options,
+        allowHTTP1: true,
+        cert: fs.readFileSync(options.tls.certFile),
+        key: fs.readFileSync(options.tls.keyFile),
+      },
+      handler,
+    );
+    h2 = secure;
+    front = secure;
+  } else {
+    const plainH1 = http.createServer(
+      {
+        maxHeaderSize: LIMITS.maxHeaderBytes,
+        headersTimeout: LIMITS.headersTimeoutMs,
+        requestTimeout: LIMITS.requestTimeoutMs,
+        keepAliveTimeout: LIMITS.keepAliveTimeoutMs,
+      },
+      handler,
+    );
+    h1 = plainH1;
+    h2 = http2.createServer({ ...h2Options, maxSendHeaderBlockLength: LIMITS.maxHeaderBytes }, handler);
+    front = net.createServer((socket) => routeByPreface(socket, plainH1, h2 as http2.Http2Server));
+  }
+  h2.on("session", trackSession);
+  front.on("connection", (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    front.once("error", reject);
+    front.listen(options.port, options.host, () => {
+      front.off("error", reject);
+      resolve();
+    });
+  });
+  const address = front.address() as AddressInfo;
+
+  return {
+    host: options.host,
+    port: address.port,
+    async close(graceMs = LIMITS.shutdownGraceMs) {
+      const closed = new Promise<void>((resolve) => front.close(() => resolve()));
+      for (const session of sessions) session.close();
+      if (h1) {
+        h1.close();
+        h1.closeIdleConnections();
+      }
+      const timer = setTimeout(() => {
+        for (const session of sessions) session.destroy();
+        h1?.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+      }, graceMs);
+      timer.unref();
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Hands a cleartext socket to the HTTP/2 or HTTP/1.1 server depending on its first bytes. */
+function routeByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void {
+  let buffered: Buffer = Buffer.alloc(0);
+  socket.setTimeout(LIMITS.firstBytesTimeoutMs, () => socket.destroy());
+  const onError = () => socket.destroy();
+  const onData = (chunk: Buffer) => {
+    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+    // "P" and "PR" could still be POST/PUT/PATCH; three bytes decide.
+    if (buffered.length < 3 && buffered.equals(PREFACE.subarray(0, buffered.length))) return;
+    socket.off("data", onData);
+    socket.off("error", onError);
+    socket.setTimeout(0);
+    socket.pause();
+    socket.unshift(buffered);
+    if (buffered.subarray(0, 3).equals(PREFACE.subarray(0, 3))) {
+      // Do not resume(): http2 reads socket.readableLength itself on the next tick.
+      h2.emit("connection", socket);
+    } else {
+      h1.emit("connection", socket);
+      socket.resume();
+    }
+  };
+  socket.on("error", onError);
+  socket.on("data", onData);
+}

@@ -1,0 +1,143 @@
+/**
+ * chainguard.platform.iam.v2beta1.GroupsService: the group tree.
+ *
+ * Handlers validate, call the repository, convert. SQL lives in src/store/groups.ts, error
+ * construction in src/errors, paging in src/pagination, masks in src/fieldmask.
+ * LookupGroup, RequestGroupAccess and CheckEligibility need identities and are left
+ * UNIMPLEMENTED for now (the call pipeline answers that with ErrorInfo).
+ */
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  GroupSchema,
+  type GroupsService,
+  ListGroupsRequestSchema,
+  OrgKind,
+} from "../../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
+import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
+import { listPage } from "../../pagination/page.js";
+import { type GroupChanges, type GroupOrder, groupOrderValue } from "../../store/groups.js";
+import { parentOf } from "../../store/uidp.js";
+import type { ServiceContext } from "../context.js";
+import { filterKey, toUidpFilter } from "../list-request.js";
+import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
+import { groupToProto } from "./convert.js";
+
+/** order_by spellings accepted for groups. */
+const GROUP_ORDERS: Readonly<Record<string, GroupOrder>> = {
+  uid: "uid",
+  name: "name",
+  create_time: "create_time",
+  created_at: "create_time",
+  update_time: "update_time",
+  updated_at: "update_time",
+};
+
+const MUTABLE = ["name", "description", "verified", "kind"] as const;
+
+export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<typeof GroupsService>> {
+  const repo = ctx.store.groups;
+
+  return {
+    async getGroup(req) {
+      requireValid(checkUidp("uid", req.uid));
+      const row = await repo.get(req.uid);
+      if (!row) throw notFound("group", req.uid);
+      return groupToProto(row);
+    },
+
+    async createGroup(req) {
+      const group = req.group;
+      const violations = collect(
+        checkOptionalUidp("parent", req.parent),
+        group ? checkName("name", group.name) : { field: "name", description: `name is required` },
+        group ? checkDescription("description", group.description) : undefined,
+        group && req.parent !== "" && group.kind !== OrgKind.UNSPECIFIED
+          ? { field: "kind", description: "only an organization (a group without parent) sets kind; folders inherit it" }
+          : undefined,
+      );
+      if (violations.length > 0 || !group) throw invalidArgument(violations);
+      const row = await repo.create(
+        {
+          parentUid: req.parent === "" ? null : req.parent,
+          name: group.name,
+          description: group.description,
+          verified: group.verified,
+          kind: group.kind,
+        },
+        ctx.now(),
+      );
+      return groupToProto(row);
+    },
+
+    async updateGroup(req) {
+      const group = req.group;
+      if (!group) throw invalidField("group", "is required");
+      requireValid(checkUidp("uid", group.uid));
+      const paths = resolveUpdatePaths(GroupSchema, group, req.updateMask, { mutable: MUTABLE });
+      const changes: { -readonly [K in keyof GroupChanges]: GroupChanges[K] } = {};
+      const violations: (FieldViolation | undefined)[] = [];
+      for (const path of paths) {
+        switch (path) {
+          case "name":
+            violations.push(checkName("name", group.name));
+            changes.name = group.name;
+            break;
+          case "description":
+            violations.push(checkDescription("description", group.description));
+            changes.description = group.description;
+            break;
+          case "verified":
+            changes.verified = group.verified;
+            break;
+          case "kind":
+            if (parentOf(group.uid) !== null) {
+              violations.push({ field: "kind", description: "only an organization sets kind; folders inherit it" });
+            }
+            changes.kind = group.kind;
+            break;
+        }
+      }
+      const found = collect(...violations);
+      if (found.length > 0) throw invalidArgument(found);
+      return groupToProto(await repo.update(group.uid, changes, ctx.now()));
+    },
+
+    async deleteGroup(req) {
+      requireValid(checkUidp("uid", req.uid));
+      await repo.delete(req.uid);
+      return {};
+    },
+
+    async listGroups(req) {
+      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name };
+      const page = await listPage(
+        req,
+        {
+          orders: GROUP_ORDERS,
+          defaultOrder: { key: "uid", desc: false },
+          filterKey: filterKey(ListGroupsRequestSchema, req),
+          fetch: (q) => repo.list(filter, q),
+          count: () => repo.count(filter),
+          cursor: (row, order) => ({ value: groupOrderValue(row, order), uid: row.uid }),
+        },
+        ctx.pageTokens,
+        ctx.now(),
+      );
+      return {
+        groups: page.items.map(groupToProto),
+        nextPageToken: page.nextPageToken,
+        totalCount: page.totalCount,
+        skipped: page.skipped,
+      };
+    },
+  };
+}
+
+function collect(...violations: (FieldViolation | undefined)[]): FieldViolation[] {
+  return violations.filter((v): v is FieldViolation => v !== undefined);
+}
+
+function requireValid(violation: FieldViolation | undefined): void {
+  if (violation) throw invalidArgument([violation]);
+}

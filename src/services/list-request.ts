@@ -1,0 +1,54 @@
+/**
+ * Helpers every List RPC shares: validating the UIDP filter and fingerprinting the filters
+ * for page-token binding. Paging itself is src/pagination/page.ts.
+ */
+import { clone, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import type { UIDPFilter } from "../../gen/chainguard/platform/common/uidp_pb.js";
+import { type FieldViolation, invalidArgument } from "../errors/api-error.js";
+import type { UidpFilter } from "../store/list-query.js";
+import { checkUidp } from "./validate.js";
+
+/** Paging field names, excluded from the filter fingerprint. */
+const PAGING_FIELDS = new Set(["page_size", "page_token", "order_by", "skip"]);
+
+/**
+ * Validates a request's UIDPFilter (every uid must be a valid UIDP) and converts it.
+ * @throws ApiError INVALID_ARGUMENT naming `uidp.<field>`.
+ */
+export function toUidpFilter(uidp: UIDPFilter | undefined): UidpFilter {
+  if (!uidp) return {};
+  const violations: FieldViolation[] = [];
+  for (const [field, value] of [
+    ["ancestors_of", uidp.ancestorsOf],
+    ["descendants_of", uidp.descendantsOf],
+    ["children_of", uidp.childrenOf],
+  ] as const) {
+    if (value !== "") {
+      const v = checkUidp(`uidp.${field}`, value);
+      if (v) violations.push(v);
+    }
+  }
+  uidp.ids.forEach((id, i) => {
+    const v = checkUidp(`uidp.ids[${i}]`, id);
+    if (v) violations.push(v);
+  });
+  if (violations.length > 0) throw invalidArgument(violations);
+  return {
+    ancestorsOf: uidp.ancestorsOf || undefined,
+    descendantsOf: uidp.descendantsOf || undefined,
+    childrenOf: uidp.childrenOf || undefined,
+    inRoot: uidp.inRoot || undefined,
+    ids: uidp.ids.length > 0 ? uidp.ids : undefined,
+  };
+}
+
+/** Canonical bytes of a List request without its paging fields: what a page token binds to. */
+export function filterKey<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>): Uint8Array {
+  const copy = clone(schema, request) as Record<string, unknown>;
+  for (const field of schema.fields) {
+    if (PAGING_FIELDS.has(field.name)) {
+      copy[field.localName] = field.fieldKind === "scalar" && field.scalar === 9 ? "" : 0;
+    }
+  }
+  return toBinary(schema, copy as MessageShape<Desc>);
+}

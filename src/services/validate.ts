@@ -1,0 +1,46 @@
+/**
+ * Field rules shared by the services (published validation, api-facts §11.12, and spec §2).
+ * Each returns a FieldViolation or undefined so a handler can report every problem at once.
+ */
+import type { FieldViolation } from "../errors/api-error.js";
+import { isUidp } from "../store/uidp.js";
+
+/** Spec §2: group (and similar) names. */
+export const NAME_PATTERN = "^[a-z0-9 ._-]{1,}$";
+const NAME_RE = new RegExp(NAME_PATTERN);
+export const NAME_MIN = 3;
+export const NAME_MAX = 63;
+export const DESCRIPTION_MAX = 512;
+
+/** Names: the spec's pattern, and the published 3-63 characters. */
+export function checkName(field: string, value: string): FieldViolation | undefined {
+  if (!NAME_RE.test(value)) return { field, description: `name must match ${JSON.stringify(NAME_PATTERN)}` };
+  if (value.length < NAME_MIN || value.length > NAME_MAX) {
+    return { field, description: `name must be between ${NAME_MIN} and ${NAME_MAX} characters long` };
+  }
+  return undefined;
+}
+
+/** Descriptions: printable text and spaces, at most 512 characters (published `^[\S ]{0,512}$`). */
+export function checkDescription(field: string, value: string): FieldViolation | undefined {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
+  if ([...value].length > DESCRIPTION_MAX || /[\u0000-\u001f\u007f]|[^\S ]/u.test(value)) {
+    return {
+      field,
+      description: `description must be at most ${DESCRIPTION_MAX} characters with no line breaks, tabs or control characters`,
+    };
+  }
+  return undefined;
+}
+
+/** A required UIDP. */
+export function checkUidp(field: string, value: string): FieldViolation | undefined {
+  if (value === "") return { field, description: "is required" };
+  if (!isUidp(value)) return { field, description: "must be a valid UIDP (lowercase hex segments separated by '/')" };
+  return undefined;
+}
+
+/** An optional UIDP (empty allowed). */
+export function checkOptionalUidp(field: string, value: string): FieldViolation | undefined {
+  return value === "" ? undefined : checkUidp(field, value);
+}

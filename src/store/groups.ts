@@ -1,0 +1,178 @@
+/**
+ * Groups repository: every read and write of the `groups` table.
+ *
+ * Functions are async at the boundary (so a PostgreSQL engine can slot in) and run each
+ * multi-row invariant in one BEGIN IMMEDIATE transaction. Errors are ApiErrors; no proto
+ * types enter here.
+ */
+import { count, eq, or, sql } from "drizzle-orm";
+import { failedPrecondition, notFound } from "../errors/api-error.js";
+import { type Db, writeTransaction } from "./db.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { type GroupRow, groups } from "./schema.js";
+import { newUidp, rootOf } from "./uidp.js";
+
+export type GroupRecord = GroupRow;
+
+/** Orders a group list can take. */
+export type GroupOrder = "uid" | "name" | "create_time" | "update_time";
+
+export interface GroupListFilter {
+  readonly uidp: UidpFilter;
+  /** Exact, case-sensitive name. */
+  readonly name?: string;
+}
+
+export interface NewGroup {
+  readonly parentUid: string | null;
+  readonly name: string;
+  readonly description: string;
+  readonly verified: boolean;
+  readonly kind: number;
+}
+
+/** Fields an update may change. */
+export interface GroupChanges {
+  readonly name?: string;
+  readonly description?: string;
+  readonly verified?: boolean;
+  readonly kind?: number;
+}
+
+const ORDER_COLUMNS = {
+  uid: groups.uid,
+  name: groups.name,
+  create_time: groups.createTime,
+  update_time: groups.updateTime,
+} as const;
+
+/** Which kind of child blocks deleting a group (checked in this order). */
+const CHILD_KINDS: readonly { kind: string; exists: (db: Db, uid: string) => boolean }[] = [
+  {
+    kind: "groups",
+    exists: (db, uid) => db.select({ one: sql`1` }).from(groups).where(eq(groups.parentUid, uid)).limit(1).all().length > 0,
+  },
+];
+
+export interface GroupsRepository {
+  get(uid: string): Promise<GroupRecord | undefined>;
+  /**
+   * Inserts a group with a fresh uid under `parentUid` (a root when null).
+   * A child inherits its root's kind. @throws NOT_FOUND when the parent does not exist.
+   */
+  create(group: NewGroup, now: number): Promise<GroupRecord>;
+  /** Applies `changes` and bumps update_time. @throws NOT_FOUND. */
+  update(uid: string, changes: GroupChanges, now: number): Promise<GroupRecord>;
+  /**
+   * Deletes an empty group. @throws NOT_FOUND; FAILED_PRECONDITION (RESOURCE_NOT_EMPTY)
+   * while any child exists. The check and the delete are one transaction.
+   */
+  delete(uid: string): Promise<void>;
+  list(filter: GroupListFilter, page: KeysetQuery<GroupOrder>): Promise<GroupRecord[]>;
+  count(filter: GroupListFilter): Promise<number>;
+}
+
+export function createGroupsRepository(db: Db): GroupsRepository {
+  const getStmt = db.select().from(groups).where(eq(groups.uid, sql.placeholder("uid"))).prepare();
+
+  const where = (f: GroupListFilter) =>
+    allOf([...uidpConditions(groups.uid, groups.parentUid, f.uidp), f.name !== undefined ? eq(groups.name, f.name) : undefined]);
+
+  return {
+    async get(uid) {
+      return getStmt.get({ uid });
+    },
+
+    async create(group, now) {
+      return writeTransaction(db, (tx) => {
+        let kind = group.kind;
+        if (group.parentUid !== null) {
+          const parent = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, group.parentUid)).get();
+          if (!parent) throw notFound("group", group.parentUid);
+          const root = tx.select({ kind: groups.kind }).from(groups).where(eq(groups.uid, rootOf(group.parentUid))).get();
+          kind = root?.kind ?? 0;
+        }
+        const row: GroupRecord = {
+          uid: newUidp(group.parentUid),
+          parentUid: group.parentUid,
+          name: group.name,
+          description: group.description,
+          verified: group.verified,
+          kind,
+          createTime: now,
+          updateTime: now,
+        };
+        tx.insert(groups).values(row).run();
+        return row;
+      });
+    },
+
+    async update(uid, changes, now) {
+      return writeTransaction(db, (tx) => {
+        const existing = tx.select().from(groups).where(eq(groups.uid, uid)).get();
+        if (!existing) throw notFound("group", uid);
+        const { kind, ...own } = changes;
+        tx.update(groups)
+          .set({ ...own, updateTime: now })
+          .where(eq(groups.uid, uid))
+          .run();
+        if (kind !== undefined && kind !== existing.kind) {
+          // kind belongs to the organization: its folders report the root's value.
+          tx.update(groups)
+            .set({ kind })
+            .where(or(eq(groups.uid, uid), allOf(uidpConditions(groups.uid, groups.parentUid, { descendantsOf: uid }))))
+            .run();
+        }
+        return tx.select().from(groups).where(eq(groups.uid, uid)).get() as GroupRecord;
+      });
+    },
+
+    async delete(uid) {
+      writeTransaction(db, (tx) => {
+        const existing = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).get();
+        if (!existing) throw notFound("group", uid);
+        for (const child of CHILD_KINDS) {
+          if (child.exists(tx, uid)) {
+            throw failedPrecondition(
+              { type: "RESOURCE_NOT_EMPTY", subject: uid, description: `cannot delete group with child ${child.kind}` },
+              { metadata: { child_kind: child.kind } },
+            );
+          }
+        }
+        tx.delete(groups).where(eq(groups.uid, uid)).run();
+      });
+    },
+
+    async list(filter, page) {
+      const col = ORDER_COLUMNS[page.order];
+      const ks = keysetClauses(col, groups.uid, page, page.order === "uid");
+      return db
+        .select()
+        .from(groups)
+        .where(allOf([where(filter), ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset)
+        .all();
+    },
+
+    async count(filter) {
+      const r = db.select({ n: count() }).from(groups).where(where(filter)).get();
+      return r?.n ?? 0;
+    },
+  };
+}
+
+/** The cursor value of a row for an order. */
+export function groupOrderValue(row: GroupRecord, order: GroupOrder): string | number {
+  switch (order) {
+    case "uid":
+      return row.uid;
+    case "name":
+      return row.name;
+    case "create_time":
+      return row.createTime;
+    case "update_time":
+      return row.updateTime;
+  }
+}

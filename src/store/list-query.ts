@@ -1,0 +1,70 @@
+/**
+ * Building blocks shared by every repository's List: the UIDP filter and keyset paging.
+ *
+ * Keyset paging orders by (order column, uid) and continues after the last row of the
+ * previous page with a row-value comparison `(col, uid) > (?, ?)`, which SQLite plans as one
+ * index range with no sort (stack-notes gotcha G17). `offset` only serves `skip`.
+ */
+import { and, asc, desc, eq, gt, inArray, isNull, lt, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { ancestorsOf } from "./uidp.js";
+
+/** The hierarchy filter (chainguard.platform.common.UIDPFilter) in store terms. */
+export interface UidpFilter {
+  readonly ancestorsOf?: string;
+  readonly descendantsOf?: string;
+  readonly childrenOf?: string;
+  readonly inRoot?: boolean;
+  readonly ids?: readonly string[];
+}
+
+/** Where the next page starts and how long it is. */
+export interface KeysetQuery<K extends string> {
+  readonly order: K;
+  readonly desc: boolean;
+  /** The last row of the previous page, or undefined for the first page. */
+  readonly after?: { readonly value: string | number; readonly uid: string };
+  /** Rows to skip after the cursor (the request's `skip`). */
+  readonly offset: number;
+  readonly limit: number;
+}
+
+/** SQL conditions for a UIDP filter over a table's uid and parent-uid columns. */
+export function uidpConditions(uid: SQLiteColumn, parentUid: SQLiteColumn, f: UidpFilter): SQL[] {
+  const out: SQL[] = [];
+  if (f.descendantsOf) {
+    // Key range: every uid that starts with "<p>/". '/' is 0x2F and '0' is 0x30.
+    out.push(gt(uid, `${f.descendantsOf}/`), lt(uid, `${f.descendantsOf}0`));
+  }
+  if (f.childrenOf) out.push(eq(parentUid, f.childrenOf));
+  if (f.ancestorsOf) out.push(inArray(uid, ancestorsOf(f.ancestorsOf)));
+  if (f.inRoot) out.push(isNull(parentUid));
+  if (f.ids && f.ids.length > 0) out.push(inArray(uid, [...f.ids]));
+  return out;
+}
+
+/** WHERE part that starts after the cursor, and the ORDER BY for (col, uid). */
+export function keysetClauses(
+  col: SQLiteColumn,
+  uid: SQLiteColumn,
+  q: { readonly desc: boolean; readonly after?: { readonly value: string | number; readonly uid: string } },
+  sameColumn: boolean,
+): { where: SQL | undefined; orderBy: SQL[] } {
+  const dir = q.desc ? desc : asc;
+  if (sameColumn) {
+    const where = q.after ? (q.desc ? lt(uid, q.after.uid) : gt(uid, q.after.uid)) : undefined;
+    return { where, orderBy: [dir(uid)] };
+  }
+  const where = q.after
+    ? q.desc
+      ? sql`(${col}, ${uid}) < (${q.after.value}, ${q.after.uid})`
+      : sql`(${col}, ${uid}) > (${q.after.value}, ${q.after.uid})`
+    : undefined;
+  return { where, orderBy: [dir(col), dir(uid)] };
+}
+
+/** AND of the given conditions, ignoring undefined ones. */
+export function allOf(conditions: readonly (SQL | undefined)[]): SQL | undefined {
+  const present = conditions.filter((c): c is SQL => c !== undefined);
+  return present.length === 0 ? undefined : and(...present);
+}
