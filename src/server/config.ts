@@ -38,9 +38,13 @@ export const LIMITS = {
   maxHeaderBytes: 16 * 1024,
   /** A connection that sends nothing for this long after accept is closed. */
   firstBytesTimeoutMs: 10_000,
+  /** How often Node checks HTTP/1.1 connections against the two timeouts above. */
+  connectionsCheckingIntervalMs: 1_000,
   /** In-flight calls get this long to finish on SIGINT/SIGTERM. */
   shutdownGraceMs: 10_000,
 } as const;
+
+export type Limits = { readonly [K in keyof typeof LIMITS]: number };
 
 /** Parses `serve` flags. @throws Error with a usage message on bad input. */
 export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ServerConfig {

@@ -17,7 +17,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
-import { LIMITS } from "./config.js";
+import { LIMITS, type Limits } from "./config.js";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -35,14 +35,18 @@ export interface ListenOptions {
   readonly host: string;
   readonly port: number;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Overrides of the pinned limits (tests use short timeouts). */
+  readonly limits?: Partial<Limits>;
 }
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /** Starts listening; resolves once the port is bound. */
 export async function listen(handler: RequestHandler, options: ListenOptions): Promise<Listener> {
+  const limits: Limits = { ...LIMITS, ...options.limits };
   const h2Options: http2.ServerOptions = {
-    settings: { maxConcurrentStreams: LIMITS.maxConcurrentStreams },
+    // maxHeaderListSize counts 32 bytes of overhead per header on top of names and values.
+    settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderBytes + 4096 },
     maxSessionRejectedStreams: 100,
     maxSessionInvalidFrames: 1000,
   };
@@ -52,7 +56,7 @@ export async function listen(handler: RequestHandler, options: ListenOptions): P
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     // Idle sessions are closed gracefully (GOAWAY; open streams finish).
-    session.setTimeout(LIMITS.http2IdleMs, () => session.close());
+    session.setTimeout(limits.http2IdleMs, () => session.close());
   };
 
   let front: net.Server;
@@ -74,16 +78,21 @@ export async function listen(handler: RequestHandler, options: ListenOptions): P
   } else {
     const plainH1 = http.createServer(
       {
-        maxHeaderSize: LIMITS.maxHeaderBytes,
-        headersTimeout: LIMITS.headersTimeoutMs,
-        requestTimeout: LIMITS.requestTimeoutMs,
-        keepAliveTimeout: LIMITS.keepAliveTimeoutMs,
+        maxHeaderSize: limits.maxHeaderBytes,
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+        connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
       },
       handler,
     );
+    // Node starts enforcing headersTimeout/requestTimeout from the server's 'listening' event
+    // (setupConnectionsTracking). This server never listens itself (the front socket does), so
+    // without this emit those timeouts would silently never fire.
+    plainH1.emit("listening");
     h1 = plainH1;
-    h2 = http2.createServer({ ...h2Options, maxSendHeaderBlockLength: LIMITS.maxHeaderBytes }, handler);
-    front = net.createServer((socket) => routeByPreface(socket, plainH1, h2 as http2.Http2Server));
+    h2 = http2.createServer(h2Options, handler);
+    front = net.createServer((socket) => routeByPreface(socket, plainH1, h2 as http2.Http2Server, limits.firstBytesTimeoutMs));
   }
   h2.on("session", trackSession);
   front.on("connection", (socket: net.Socket) => {
@@ -103,7 +112,7 @@ export async function listen(handler: RequestHandler, options: ListenOptions): P
   return {
     host: options.host,
     port: address.port,
-    async close(graceMs = LIMITS.shutdownGraceMs) {
+    async close(graceMs = limits.shutdownGraceMs) {
       const closed = new Promise<void>((resolve) => front.close(() => resolve()));
       for (const session of sessions) session.close();
       if (h1) {
@@ -123,9 +132,9 @@ export async function listen(handler: RequestHandler, options: ListenOptions): P
 }
 
 /** Hands a cleartext socket to the HTTP/2 or HTTP/1.1 server depending on its first bytes. */
-function routeByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void {
+function routeByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, firstBytesTimeoutMs: number): void {
   let buffered: Buffer = Buffer.alloc(0);
-  socket.setTimeout(LIMITS.firstBytesTimeoutMs, () => socket.destroy());
+  socket.setTimeout(firstBytesTimeoutMs, () => socket.destroy());
   const onError = () => socket.destroy();
   const onData = (chunk: Buffer) => {
     buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);

@@ -1,0 +1,108 @@
+/**
+ * The composition root: opens the store, builds the service context, wraps every service in
+ * the call pipeline, mounts connect-node (gRPC, gRPC-web, Connect) plus reflection and health,
+ * and listens on one port. Tests call `startApp` with port 0 and a fresh data directory.
+ */
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { createPageTokenCodec } from "../pagination/page-token.js";
+import type { ServiceContext } from "../services/context.js";
+import { openDatabase } from "../store/db.js";
+import { createGroupsRepository } from "../store/groups.js";
+import { getOrCreateSecret } from "../store/server-keys.js";
+import { createCallPipeline } from "./call-pipeline.js";
+import { LIMITS, type Limits, type ServerConfig } from "./config.js";
+import { conformGrpcMessage, isGrpcRequest } from "./grpc-message.js";
+import { registerHealth } from "./health.js";
+import { listen } from "./listener.js";
+import { createLogger, type Logger } from "./logger.js";
+import { registerReflection } from "./reflection.js";
+import { apiServices } from "./routes.js";
+
+export interface App {
+  /** Base URL with the real port, e.g. http://127.0.0.1:8080. */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly log: Logger;
+  /** Graceful stop: refuse new work, finish in-flight calls, close the database. */
+  close(): Promise<void>;
+}
+
+export interface AppOverrides {
+  readonly now?: () => number;
+  readonly log?: Logger;
+  /** Overrides of the pinned transport limits (tests prove each one with short values). */
+  readonly limits?: Partial<Limits>;
+}
+
+export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
+  const log = overrides.log ?? createLogger(config.logLevel);
+  const database = openDatabase(config.dataDir);
+  try {
+    const { db } = database;
+    const ctx: ServiceContext = {
+      now: overrides.now ?? Date.now,
+      store: { groups: createGroupsRepository(db) },
+      pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
+    };
+    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain });
+    const services = apiServices(ctx);
+    let serving = HealthCheckResponse_ServingStatus.SERVING;
+    const shutdown = new AbortController();
+
+    const connectHandler = connectNodeAdapter({
+      routes(router) {
+        for (const { service, impl } of services) router.service(service, pipeline.wrapService(service, impl));
+        registerHealth(router, () => serving);
+        registerReflection(
+          router,
+          [...services.map((s) => s.service), Health],
+          [file_google_rpc_error_details],
+        );
+      },
+      readMaxBytes: LIMITS.maxMessageBytes,
+      maxTimeoutMs: LIMITS.maxTimeoutMs,
+      shutdownSignal: shutdown.signal,
+      // One JSON policy on every door: unknown fields are rejected, not silently dropped.
+      jsonOptions: { ignoreUnknownFields: false },
+    });
+
+    const listener = await listen(
+      (req, res) => {
+        if (isGrpcRequest(req)) conformGrpcMessage(res);
+        connectHandler(req, res);
+      },
+      {
+        host: config.host,
+        port: config.port,
+        tls: config.tls,
+        limits: overrides.limits,
+      },
+    );
+    const scheme = config.tls ? "https" : "http";
+    const hostForUrl = listener.host.includes(":") ? `[${listener.host}]` : listener.host;
+
+    let closing: Promise<void> | undefined;
+    return {
+      url: `${scheme}://${hostForUrl}:${listener.port}`,
+      host: listener.host,
+      port: listener.port,
+      log,
+      close() {
+        closing ??= (async () => {
+          serving = HealthCheckResponse_ServingStatus.NOT_SERVING;
+          await listener.close(overrides.limits?.shutdownGraceMs ?? LIMITS.shutdownGraceMs);
+          shutdown.abort();
+          database.close();
+          log.flush?.();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    database.close();
+    throw err;
+  }
+}

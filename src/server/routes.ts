@@ -1,0 +1,57 @@
+/**
+ * The one list of API services and their implementations.
+ *
+ * Every service of the published surface is registered with its real descriptor, so gRPC
+ * reflection shows it and clients get a proper answer; a method without an implementation
+ * yet answers UNIMPLEMENTED with ErrorInfo (call-pipeline.ts). Nothing pretends to work.
+ */
+import type { DescService } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { Groups as GroupsV1 } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
+import { AccountAssociationsService } from "../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
+import { GroupInvitesService } from "../../gen/chainguard/platform/iam/v2beta1/group_invites_pb.js";
+import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import { IdentityProvidersService } from "../../gen/chainguard/platform/iam/v2beta1/identity_providers_pb.js";
+import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/role_bindings_pb.js";
+import { RolesService } from "../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
+import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
+import { Registry as RegistryV1 } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
+import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
+import { TagsService } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
+import { AdvisoriesService } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import type { ServiceContext } from "../services/context.js";
+import { createGroupsService } from "../services/iam/groups.js";
+
+/** A service descriptor with its (possibly partial) implementation. */
+export interface ServiceEntry {
+  readonly service: DescService;
+  readonly impl: Partial<ServiceImpl<DescService>>;
+}
+
+function entry<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceEntry {
+  return { service, impl: impl as Partial<ServiceImpl<DescService>> };
+}
+
+/** All API services, in the order they appear in reflection. */
+export function apiServices(ctx: ServiceContext): ServiceEntry[] {
+  return [
+    // IAM v2beta1
+    entry(GroupsService, createGroupsService(ctx)),
+    entry(IdentitiesService, {}), // issue 4
+    entry(RolesService, {}), // issue 4
+    entry(RoleBindingsService, {}), // issue 4
+    entry(IdentityProvidersService, {}), // issue 4
+    entry(AccountAssociationsService, {}), // issue 4
+    entry(GroupInvitesService, {}), // issue 4
+    // Registry and vulnerabilities v2beta1
+    entry(ReposService, {}), // issue 6
+    entry(TagsService, {}), // issue 6
+    entry(AdvisoriesService, {}), // issue 6
+    // v1 endpoints kept alongside v2
+    entry(GroupsV1, {}), // issue 3
+    entry(RegistryV1, {}), // issue 3 / issue 6
+    // Token exchange
+    entry(SecurityTokenService, {}), // issue 5
+  ];
+}

@@ -1,0 +1,53 @@
+/**
+ * startTestApp: the real server on 127.0.0.1 port 0 with a fresh data directory and an
+ * injectable clock. Each test file gets its own world; close() drains and deletes it.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pino from "pino";
+import { DEFAULT_ERROR_DOMAIN, type Limits, type ServerConfig } from "../../src/server/config.js";
+import { type App, startApp } from "../../src/server/create-app.js";
+import { databaseFile } from "../../src/store/db.js";
+
+export interface TestApp {
+  readonly app: App;
+  readonly url: string;
+  readonly dataDir: string;
+  readonly dbFile: string;
+  /** Moves the server's clock (ms); starts at the real time. */
+  advanceClock(ms: number): void;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(
+  config: Partial<ServerConfig> = {},
+  limits: Partial<Limits> = {},
+): Promise<TestApp> {
+  const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
+  let offset = 0;
+  const app = await startApp(
+    {
+      host: "127.0.0.1",
+      port: 0,
+      dataDir,
+      errorDomain: DEFAULT_ERROR_DOMAIN,
+      logLevel: "silent",
+      ...config,
+    },
+    { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits },
+  );
+  return {
+    app,
+    url: app.url,
+    dataDir,
+    dbFile: databaseFile(dataDir),
+    advanceClock(ms) {
+      offset += ms;
+    },
+    async close() {
+      await app.close();
+      if (!config.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
