@@ -42,8 +42,34 @@ export interface ListenOptions {
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 /** Starts listening; resolves once the port is bound. */
-export async function listen(handler: RequestHandler, options: ListenOptions): Promise<Listener> {
+export async function listen(userHandler: RequestHandler, options: ListenOptions): Promise<Listener> {
   const limits: Limits = { ...LIMITS, ...options.limits };
+  // Responses not yet fully written: what the shutdown grace period waits for.
+  let unanswered = 0;
+  const handler: RequestHandler = (req, res) => {
+    unanswered++;
+    let counted = true;
+    const answered = () => {
+      if (counted) {
+        counted = false;
+        unanswered--;
+      }
+    };
+    const end = res.end;
+    res.end = function (this: unknown, ...args: unknown[]) {
+      const result = (end as (...a: unknown[]) => unknown).apply(this, args);
+      answered();
+      return result;
+    } as typeof res.end;
+    res.once("close", answered);
+    if ("stream" in req) {
+      // Trailers (the gRPC status) are sent from 'wantTrailers'; release only after them.
+    } else {
+      closeIfAnsweredEarly(req, res as http.ServerResponse);
+      res.once("finish", () => releaseUnreadRequest(req));
+    }
+    userHandler(req, res);
+  };
   const h2Options: http2.ServerOptions = {
     // maxHeaderListSize counts 32 bytes of overhead per header on top of names and values.
     settings: { maxConcurrentStreams: limits.maxConcurrentStreams, maxHeaderListSize: limits.maxHeaderBytes + 4096 },
@@ -115,18 +141,33 @@ export async function listen(handler: RequestHandler, options: ListenOptions): P
     async close(graceMs = limits.shutdownGraceMs) {
       const closed = new Promise<void>((resolve) => front.close(() => resolve()));
       for (const session of sessions) session.close();
+      // Keep-alive sockets that go idle after their last in-flight response are closed too.
+      const sweep = h1 ? setInterval(() => h1?.closeIdleConnections(), 50) : undefined;
       if (h1) {
         h1.close();
         h1.closeIdleConnections();
       }
-      const timer = setTimeout(() => {
+      const destroyAll = () => {
         for (const session of sessions) session.destroy();
         h1?.closeAllConnections();
         for (const socket of sockets) socket.destroy();
-      }, graceMs);
+      };
+      const timer = setTimeout(destroyAll, graceMs);
       timer.unref();
+      // Once every response is written, nothing is left to wait for: connections held open
+      // only by clients (e.g. the unread rest of a refused upload) are closed after a short
+      // flush delay instead of the whole grace period.
+      let quietSince = 0;
+      const watch = setInterval(() => {
+        if (unanswered > 0) quietSince = 0;
+        else if (quietSince === 0) quietSince = Date.now();
+        else if (Date.now() - quietSince >= 100) destroyAll();
+      }, 25);
+      watch.unref();
       await closed;
       clearTimeout(timer);
+      clearInterval(watch);
+      if (sweep) clearInterval(sweep);
     },
   };
 }
@@ -156,3 +197,34 @@ function routeByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Serv
   socket.on("error", onError);
   socket.on("data", onData);
 }
+
+/**
+ * A response may finish before its request body was read (e.g. a message over the size
+ * limit is refused early). Leaving the rest unread would pin the HTTP/2 stream half-open, or
+ * the HTTP/1.1 connection busy, until the shutdown grace or a timeout. HTTP/2: reset the
+ * stream with NO_ERROR, which tells the client to stop sending (RFC 9113 §8.1). HTTP/1.1:
+ * end the connection once the response is flushed and discard what still arrives.
+ */
+function releaseUnreadRequest(req: http.IncomingMessage | http2.Http2ServerRequest): void {
+  if (req.complete) return;
+  if ("stream" in req) {
+    // Discard what is buffered so the stream can end, then tell the client to stop sending.
+    req.stream.resume();
+    if (!req.stream.closed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    return;
+  }
+  // HTTP/1.1: the response said `connection: close` (closeIfAnsweredEarly); Node closes the
+  // socket after it. Discard whatever body still arrives meanwhile.
+  req.resume();
+}
+
+/** HTTP/1.1: a response that starts before the request body was read ends the connection. */
+function closeIfAnsweredEarly(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
+    if (!req.complete) this.setHeader("connection", "close");
+    return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
+  } as typeof res.writeHead;
+}
+
+
