@@ -65,8 +65,10 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       readMaxBytes: LIMITS.maxMessageBytes,
       maxTimeoutMs: LIMITS.maxTimeoutMs,
       shutdownSignal: shutdown.signal,
-      // One JSON policy on every door: unknown fields are rejected, not silently dropped.
-      jsonOptions: { ignoreUnknownFields: false },
+      // One JSON policy on every door: unknown fields are rejected, not silently dropped, and
+      // fields with default values are written out (`"resourceLimits": {}`, `"verified": false`)
+      // as the published service's JSON shows them.
+      jsonOptions: { ignoreUnknownFields: false, alwaysEmitImplicit: true },
     });
 
     const listener = await listen(
