@@ -9,7 +9,13 @@ import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health
 import { createPageTokenCodec } from "../pagination/page-token.js";
 import type { ServiceContext } from "../services/context.js";
 import { openDatabase } from "../store/db.js";
+import { createAccountAssociationsRepository } from "../store/account-associations.js";
+import { createGroupInvitesRepository } from "../store/group-invites.js";
 import { createGroupsRepository } from "../store/groups.js";
+import { createIdentitiesRepository } from "../store/identities.js";
+import { createIdentityProvidersRepository } from "../store/identity-providers.js";
+import { createRoleBindingsRepository } from "../store/role-bindings.js";
+import { createRolesRepository, ensureBuiltInRoles } from "../store/roles.js";
 import { getOrCreateSecret } from "../store/server-keys.js";
 import { createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
@@ -42,9 +48,19 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
   const database = openDatabase(config.dataDir);
   try {
     const { db } = database;
+    const now = overrides.now ?? Date.now;
+    await ensureBuiltInRoles(db, now());
     const ctx: ServiceContext = {
-      now: overrides.now ?? Date.now,
-      store: { groups: createGroupsRepository(db) },
+      now,
+      store: {
+        groups: createGroupsRepository(db),
+        identities: createIdentitiesRepository(db),
+        roles: createRolesRepository(db),
+        roleBindings: createRoleBindingsRepository(db),
+        identityProviders: createIdentityProvidersRepository(db),
+        accountAssociations: createAccountAssociationsRepository(db),
+        groupInvites: createGroupInvitesRepository(db),
+      },
       pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
     };
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain });

@@ -21,7 +21,13 @@ import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/rep
 import { TagsService } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import { AdvisoriesService } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import type { ServiceContext } from "../services/context.js";
+import { createAccountAssociationsService } from "../services/iam/account-associations.js";
+import { createGroupInvitesService } from "../services/iam/group-invites.js";
 import { createGroupsService } from "../services/iam/groups.js";
+import { createIdentitiesService } from "../services/iam/identities.js";
+import { createIdentityProvidersService } from "../services/iam/identity-providers.js";
+import { createRoleBindingsService } from "../services/iam/role-bindings.js";
+import { createRolesService } from "../services/iam/roles.js";
 
 /** A service descriptor with its (possibly partial) implementation. */
 export interface ServiceEntry {
@@ -38,12 +44,12 @@ export function apiServices(ctx: ServiceContext): ServiceEntry[] {
   return [
     // IAM v2beta1
     entry(GroupsService, createGroupsService(ctx)),
-    entry(IdentitiesService, {}), // issue 4
-    entry(RolesService, {}), // issue 4
-    entry(RoleBindingsService, {}), // issue 4
-    entry(IdentityProvidersService, {}), // issue 4
-    entry(AccountAssociationsService, {}), // issue 4
-    entry(GroupInvitesService, {}), // issue 4
+    entry(IdentitiesService, createIdentitiesService(ctx)),
+    entry(RolesService, createRolesService(ctx)),
+    entry(RoleBindingsService, createRoleBindingsService(ctx)),
+    entry(IdentityProvidersService, createIdentityProvidersService(ctx)),
+    entry(AccountAssociationsService, createAccountAssociationsService(ctx)),
+    entry(GroupInvitesService, createGroupInvitesService(ctx)),
     // Registry and vulnerabilities v2beta1
     entry(ReposService, {}), // issue 6
     entry(TagsService, {}), // issue 6

@@ -3,13 +3,25 @@
  * src/server/create-app.ts (tests build it with their own database and clock).
  */
 import type { PageTokenCodec } from "../pagination/page-token.js";
+import type { AccountAssociationsRepository } from "../store/account-associations.js";
+import type { GroupInvitesRepository } from "../store/group-invites.js";
 import type { GroupsRepository } from "../store/groups.js";
+import type { IdentitiesRepository } from "../store/identities.js";
+import type { IdentityProvidersRepository } from "../store/identity-providers.js";
+import type { RoleBindingsRepository } from "../store/role-bindings.js";
+import type { RolesRepository } from "../store/roles.js";
 
 export interface ServiceContext {
   /** Current time in ms since the epoch (injectable for tests). */
   readonly now: () => number;
   readonly store: {
     readonly groups: GroupsRepository;
+    readonly identities: IdentitiesRepository;
+    readonly roles: RolesRepository;
+    readonly roleBindings: RoleBindingsRepository;
+    readonly identityProviders: IdentityProvidersRepository;
+    readonly accountAssociations: AccountAssociationsRepository;
+    readonly groupInvites: GroupInvitesRepository;
   };
   readonly pageTokens: PageTokenCodec;
 }

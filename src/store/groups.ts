@@ -9,7 +9,17 @@ import { count, eq, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
-import { type GroupRow, groups } from "./schema.js";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import {
+  accountAssociations,
+  type GroupRow,
+  groupInvites,
+  groups,
+  identities,
+  identityProviders,
+  roleBindings,
+  roles,
+} from "./schema.js";
 import { newUidp, rootOf } from "./uidp.js";
 
 export type GroupRecord = GroupRow;
@@ -46,13 +56,24 @@ const ORDER_COLUMNS = {
   update_time: groups.updateTime,
 } as const;
 
-/** Which kind of child blocks deleting a group (checked in this order). */
-const CHILD_KINDS: readonly { kind: string; exists: (db: Db, uid: string) => boolean }[] = [
-  {
-    kind: "groups",
-    exists: (db, uid) => db.select({ one: sql`1` }).from(groups).where(eq(groups.parentUid, uid)).limit(1).all().length > 0,
-  },
+/**
+ * What blocks deleting a group, checked in this order; the kind names the child in the
+ * error (`cannot delete group with child <kind>`, spec §7). Tables added by later features
+ * (repos) join this list.
+ */
+const CHILD_KINDS: readonly { kind: string; table: SQLiteTable; column: SQLiteColumn }[] = [
+  { kind: "groups", table: groups, column: groups.parentUid },
+  { kind: "identities", table: identities, column: identities.parentUid },
+  { kind: "roles", table: roles, column: roles.parentUid },
+  { kind: "role bindings", table: roleBindings, column: roleBindings.groupUid },
+  { kind: "identity providers", table: identityProviders, column: identityProviders.parentUid },
+  { kind: "group invites", table: groupInvites, column: groupInvites.parentUid },
+  { kind: "account associations", table: accountAssociations, column: accountAssociations.uid },
 ];
+
+function hasChild(db: Db, child: (typeof CHILD_KINDS)[number], uid: string): boolean {
+  return db.select({ one: sql`1` }).from(child.table).where(eq(child.column, uid)).limit(1).all().length > 0;
+}
 
 export interface GroupsRepository {
   get(uid: string): Promise<GroupRecord | undefined>;
@@ -132,7 +153,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
         const existing = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).get();
         if (!existing) throw notFound("group", uid);
         for (const child of CHILD_KINDS) {
-          if (child.exists(tx, uid)) {
+          if (hasChild(tx, child, uid)) {
             throw failedPrecondition(
               { type: "RESOURCE_NOT_EMPTY", subject: uid, description: `cannot delete group with child ${child.kind}` },
               { metadata: { child_kind: child.kind } },

@@ -70,7 +70,7 @@ describe("the registered surface", () => {
 
 describe.each(rpcTransports)("methods not built yet over $name", (transport) => {
   it(`answer UNIMPLEMENTED with ErrorInfo (${unimplemented.length} methods)`, async () => {
-    expect(unimplemented.length).toBeGreaterThan(50);
+    expect(unimplemented.length).toBeGreaterThan(0);
     const tr = transport.create(t.url);
     for (const method of unimplemented) {
       const err = await tr.unary(method, undefined, undefined, undefined, {}).catch((e: unknown) => e);
