@@ -27,6 +27,8 @@ import { createGroupsService } from "../services/iam/groups.js";
 import { createIdentitiesService } from "../services/iam/identities.js";
 import { createIdentityProvidersService } from "../services/iam/identity-providers.js";
 import { createRoleBindingsService } from "../services/iam/role-bindings.js";
+import { createGroupsV1Service } from "../services/legacy/iam-v1.js";
+import { createRegistryV1Service } from "../services/legacy/registry-v1.js";
 import { createRolesService } from "../services/iam/roles.js";
 
 /** A service descriptor with its (possibly partial) implementation. */
@@ -55,8 +57,8 @@ export function apiServices(ctx: ServiceContext): ServiceEntry[] {
     entry(TagsService, {}), // issue 6
     entry(AdvisoriesService, {}), // issue 6
     // v1 endpoints kept alongside v2
-    entry(GroupsV1, {}), // issue 3
-    entry(RegistryV1, {}), // issue 3 / issue 6
+    entry(GroupsV1, createGroupsV1Service(ctx)),
+    entry(RegistryV1, createRegistryV1Service(ctx)), // repos: issue 6
     // Token exchange
     entry(SecurityTokenService, {}), // issue 5
   ];

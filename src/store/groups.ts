@@ -91,6 +91,11 @@ export interface GroupsRepository {
   delete(uid: string): Promise<void>;
   list(filter: GroupListFilter, page: KeysetQuery<GroupOrder>): Promise<GroupRecord[]>;
   count(filter: GroupListFilter): Promise<number>;
+  /**
+   * Every match in uid order, for the unpaged v1 list. Reads at most `max + 1` rows so the
+   * caller can tell that the result was larger than it is willing to return.
+   */
+  listAll(filter: GroupListFilter, max: number): Promise<GroupRecord[]>;
 }
 
 export function createGroupsRepository(db: Db): GroupsRepository {
@@ -180,6 +185,16 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     async count(filter) {
       const r = db.select({ n: count() }).from(groups).where(where(filter)).get();
       return r?.n ?? 0;
+    },
+
+    async listAll(filter, max) {
+      return db
+        .select()
+        .from(groups)
+        .where(where(filter))
+        .orderBy(groups.uid)
+        .limit(max + 1)
+        .all();
     },
   };
 }

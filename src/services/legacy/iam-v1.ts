@@ -1,0 +1,99 @@
+/**
+ * chainguard.platform.iam.Groups (v1), kept alongside v2 over the same table (spec §4
+ * "v1 endpoints still available", §9).
+ *
+ * v1 shapes: `id` instead of `uid`, lists as `{items: [...]}` with no paging, resource
+ * limits with the v1 members (clusters, idps, repositories), and Update as a full
+ * replacement (PUT, body "*"). Validation and errors are the v2 ones. The published v1
+ * Group message carries no timestamps, so none are returned. Lookup, RequestGroupAccess
+ * and CheckEligibility need the caller's identity and stay UNIMPLEMENTED for now.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { type Group, GroupSchema, type Groups } from "../../../gen/chainguard/platform/iam/groups_v1_pb.js";
+import { type FieldViolation, failedPrecondition, invalidArgument, invalidField } from "../../errors/api-error.js";
+import type { GroupRecord } from "../../store/groups.js";
+import type { ServiceContext } from "../context.js";
+import { toUidpFilter } from "../list-request.js";
+import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
+
+/** The v1 list is unpaged; beyond this many matches it asks the caller to page with v2. */
+export const V1_LIST_MAX = 10_000;
+
+export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<typeof Groups>> {
+  const repo = ctx.store.groups;
+  return {
+    async list(req) {
+      const violation = checkOptionalUidp("id", req.id);
+      if (violation) throw invalidArgument([violation]);
+      const uidp = toUidpFilter(req.uidp);
+      const rows = await repo.listAll(
+        {
+          uidp: req.id ? { ...uidp, ids: [...(uidp.ids ?? []), req.id] } : uidp,
+          name: req.name === "" ? undefined : req.name,
+        },
+        V1_LIST_MAX,
+      );
+      if (rows.length > V1_LIST_MAX) {
+        throw failedPrecondition({
+          type: "TOO_MANY_RESULTS",
+          description: `more than ${V1_LIST_MAX} groups match; narrow the filter or page with /iam/v2beta1/groups`,
+        });
+      }
+      return { items: rows.map(groupV1) };
+    },
+
+    async create(req) {
+      const group = req.group;
+      const violations = [
+        checkOptionalUidp("parent", req.parent),
+        group ? checkName("name", group.name) : { field: "name", description: "name is required" },
+        group ? checkDescription("description", group.description) : undefined,
+      ].filter((v): v is FieldViolation => v !== undefined);
+      if (violations.length > 0 || !group) throw invalidArgument(violations);
+      const row = await repo.create(
+        {
+          parentUid: req.parent === "" ? null : req.parent,
+          name: group.name,
+          description: group.description,
+          verified: group.verified,
+          kind: req.parent === "" ? group.kind : 0,
+        },
+        ctx.now(),
+      );
+      return groupV1(row);
+    },
+
+    async update(req) {
+      const violations = [
+        checkUidp("id", req.id),
+        checkName("name", req.name),
+        checkDescription("description", req.description),
+      ].filter((v): v is FieldViolation => v !== undefined);
+      if (violations.length > 0) throw invalidArgument(violations);
+      // v1 PUT replaces every mutable field (spec §4 rule 5: "v1 reset omitted fields").
+      return groupV1(
+        await repo.update(req.id, { name: req.name, description: req.description, verified: req.verified }, ctx.now()),
+      );
+    },
+
+    async delete(req) {
+      if (req.id === "") throw invalidField("id", "is required");
+      const violation = checkUidp("id", req.id);
+      if (violation) throw invalidArgument([violation]);
+      await repo.delete(req.id);
+      return {};
+    },
+  };
+}
+
+function groupV1(row: GroupRecord): Group {
+  return create(GroupSchema, {
+    id: row.uid,
+    name: row.name,
+    description: row.description,
+    resourceLimits: { clusters: 0, idps: 0, repositories: 0 },
+    verified: row.verified,
+    kind: row.kind,
+  });
+}
