@@ -24,7 +24,7 @@ export function toStatusJson(err: ConnectError): JsonObject {
       : { $typeName: "google.protobuf.Any", typeUrl: `type.googleapis.com/${d.type}`, value: d.value },
   );
   const status = create(StatusSchema, { code: err.code, message: err.rawMessage, details });
-  const json = toJson(StatusSchema, status, { registry, alwaysEmitImplicit: true }) as JsonObject;
+  const json = toJson(StatusSchema, status, { registry }) as JsonObject;
   const rendered = ((json.details ?? []) as JsonObject[]).map((d) => {
     const { "@type": type, ...rest } = d;
     return { "@type": type ?? null, ...rest };

@@ -3,6 +3,8 @@
  * the call pipeline, mounts connect-node (gRPC, gRPC-web, Connect) plus reflection and health,
  * and listens on one port. Tests call `startApp` with port 0 and a fresh data directory.
  */
+import { create, type DescMethod, isMessage, type Message } from "@bufbuild/protobuf";
+import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
@@ -17,6 +19,7 @@ import { createIdentityProvidersRepository } from "../store/identity-providers.j
 import { createRoleBindingsRepository } from "../store/role-bindings.js";
 import { createRolesRepository, ensureBuiltInRoles } from "../store/roles.js";
 import { getOrCreateSecret } from "../store/server-keys.js";
+import { createRestHandler } from "../transcode/rest-handler.js";
 import { createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
 import { conformGrpcMessage, isGrpcRequest } from "./grpc-message.js";
@@ -68,9 +71,41 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     let serving = HealthCheckResponse_ServingStatus.SERVING;
     const shutdown = new AbortController();
 
+    // Each implementation is wrapped once; the RPC doors and the REST door call the same
+    // wrapped functions.
+    const wrapped = services.map(({ service, impl }) => ({ service, impl: pipeline.wrapService(service, impl) }));
+    const byMethod = new Map<DescMethod, (req: unknown, ctx: HandlerContext) => unknown>();
+    for (const { service, impl } of wrapped) {
+      for (const m of service.methods) byMethod.set(m, (impl as Record<string, never>)[m.localName]);
+    }
+    const rest = createRestHandler({
+      services: services.map((s) => s.service),
+      errorDomain: config.errorDomain,
+      maxBodyBytes: LIMITS.maxMessageBytes,
+      async invokeUnary(method, request, call) {
+        const fn = byMethod.get(method) as (req: unknown, ctx: HandlerContext) => unknown;
+        const context = createHandlerContext({
+          service: method.parent,
+          method,
+          protocolName: "rest",
+          requestMethod: call.httpMethod,
+          url: call.url,
+          requestHeader: call.headers,
+          requestSignal: call.signal,
+          shutdownSignal: shutdown.signal,
+        });
+        try {
+          const out = await fn(request, context);
+          return (isMessage(out) ? out : create(method.output, out as never)) as Message;
+        } finally {
+          context.abort();
+        }
+      },
+    });
+
     const connectHandler = connectNodeAdapter({
       routes(router) {
-        for (const { service, impl } of services) router.service(service, pipeline.wrapService(service, impl));
+        for (const { service, impl } of wrapped) router.service(service, impl);
         registerHealth(router, () => serving);
         registerReflection(
           router,
@@ -89,8 +124,21 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
 
     const listener = await listen(
       (req, res) => {
-        if (isGrpcRequest(req)) conformGrpcMessage(res);
-        connectHandler(req, res);
+        if (isGrpcRequest(req)) {
+          conformGrpcMessage(res);
+          connectHandler(req, res);
+          return;
+        }
+        rest.handle(req, res).then(
+          (handled) => {
+            if (!handled) connectHandler(req, res);
+          },
+          (err: unknown) => {
+            log.error({ err }, "REST door failed");
+            if (!res.headersSent) (res as import("node:http").ServerResponse).writeHead(500);
+            res.end();
+          },
+        );
       },
       {
         host: config.host,
