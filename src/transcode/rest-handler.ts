@@ -18,6 +18,7 @@ import { toConnectError } from "../errors/to-connect-error.js";
 import { bindRequest, UnsupportedMediaTypeError } from "./bind-request.js";
 import { httpStatusFromCode } from "./http-status.js";
 import { renderResponse } from "./render-response.js";
+import { buildOpenApi } from "./openapi.js";
 import { createRouteTable, type RouteTable } from "./route-table.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -52,6 +53,7 @@ class BodyTooLargeError extends ApiError {
 
 export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const table = createRouteTable(options.services);
+  const openApi = JSON.stringify(buildOpenApi(table, { title: "Trellis: Identity, Registry and Vulnerability Management API", version: "v2beta1" }));
 
   function sendError(res: Res, err: unknown, extraHeaders: Record<string, string> = {}, statusOverride?: number) {
     const { error } = toConnectError(err, options.errorDomain);
@@ -74,8 +76,13 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       const url = req.url ?? "/";
       const q = url.indexOf("?");
       const rawPath = q < 0 ? url : url.slice(0, q);
-      if (!table.handles(rawPath)) return false;
       const httpMethod = (req.method ?? "GET").toUpperCase();
+      if (rawPath === "/openapi.json" && httpMethod === "GET") {
+        (res as http.ServerResponse).writeHead(200, { "content-type": "application/json" });
+        res.end(openApi);
+        return true;
+      }
+      if (!table.handles(rawPath)) return false;
       try {
         const m = table.match(httpMethod, rawPath);
         if (m.kind === "notFound") {
