@@ -8,7 +8,7 @@ import { parseServeConfig } from "./server/config.js";
 import { startApp } from "./server/create-app.js";
 
 const USAGE = `usage: trellis serve [--addr HOST:PORT] [--data DIR] [--tls-cert FILE --tls-key FILE]
-                     [--error-domain DOMAIN] [--log-level LEVEL]`;
+                     [--error-domain DOMAIN] [--log-level LEVEL] [--cors-origin ORIGIN ...]`;
 
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...rest] = argv;

@@ -6,6 +6,7 @@
  *   --tls-cert FILE, --tls-key FILE   TRELLIS_TLS_CERT / TRELLIS_TLS_KEY: serve TLS with ALPN
  *   --error-domain D   TRELLIS_ERROR_DOMAIN  default iam.chainguard.dev (ErrorInfo.domain)
  *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels; "silent" turns logs off)
+ *   --cors-origin O    TRELLIS_CORS_ORIGINS  comma-separated browser origins allowed (default none)
  */
 import { parseArgs } from "node:util";
 
@@ -16,6 +17,8 @@ export interface ServerConfig {
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly errorDomain: string;
   readonly logLevel: string;
+  /** Browser origins allowed by CORS; empty turns CORS off. */
+  readonly corsOrigins?: readonly string[];
 }
 
 export const DEFAULT_ERROR_DOMAIN = "iam.chainguard.dev";
@@ -57,6 +60,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       "tls-key": { type: "string" },
       "error-domain": { type: "string" },
       "log-level": { type: "string" },
+      "cors-origin": { type: "string", multiple: true },
     },
     strict: true,
     allowPositionals: false,
@@ -75,6 +79,10 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     errorDomain: values["error-domain"] ?? env.TRELLIS_ERROR_DOMAIN ?? DEFAULT_ERROR_DOMAIN,
     logLevel: values["log-level"] ?? env.TRELLIS_LOG_LEVEL ?? "info",
+    corsOrigins: (values["cors-origin"] ?? env.TRELLIS_CORS_ORIGINS?.split(",") ?? [])
+      .flatMap((o) => o.split(","))
+      .map((o) => o.trim())
+      .filter(Boolean),
   };
 }
 

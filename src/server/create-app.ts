@@ -22,6 +22,7 @@ import { getOrCreateSecret } from "../store/server-keys.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
 import { createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
+import { createCors } from "./cors.js";
 import { conformGrpcMessage, isGrpcRequest } from "./grpc-message.js";
 import { registerHealth } from "./health.js";
 import { listen } from "./listener.js";
@@ -122,8 +123,10 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       jsonOptions: { ignoreUnknownFields: false, alwaysEmitImplicit: true },
     });
 
+    const cors = createCors(config.corsOrigins ?? []);
     const listener = await listen(
       (req, res) => {
+        if (cors?.(req, res)) return;
         if (isGrpcRequest(req)) {
           conformGrpcMessage(res);
           connectHandler(req, res);
