@@ -234,8 +234,10 @@ function parseLeaf(field: DescField, raw: string, path: string): unknown {
         throw bad(typeName === "google.protobuf.Timestamp" ? "must be an RFC 3339 timestamp" : 'must be a duration like "1.5s"');
       }
     }
+    // Wrapper types: protobuf-es unboxes singular wrapper fields, so the field holds the
+    // primitive itself (repeated messages never reach here: they are refused earlier).
     const inner = msg.fields[0] as DescField & { fieldKind: "scalar" };
-    return create(msg, { value: parseScalar(inner.scalar, raw, bad) } as never);
+    return parseScalar(inner.scalar, raw, bad);
   }
   if (field.fieldKind === "enum" || (field.fieldKind === "list" && field.listKind === "enum")) {
     const desc = (field as { enum: { values: { name: string; number: number }[] } }).enum;
