@@ -248,3 +248,43 @@ describe("bad REST input is INVALID_ARGUMENT (or 413/415) and writes nothing", (
     expect(violationField(res)).toBe("uid");
   });
 });
+
+describe("every route in the protos answers", () => {
+  it("reaches its method: 2xx, an API error, or UNIMPLEMENTED in the AIP-193 form — never 'no route' or a crash", async () => {
+    const { createRestHandler } = await import("../../src/transcode/rest-handler.js");
+    const { apiServices } = await import("../../src/server/routes.js");
+    const services = apiServices({ store: {} } as never).map((s) => s.service);
+    const { table } = createRestHandler({
+      services,
+      errorDomain: "x",
+      maxBodyBytes: 1,
+      invokeUnary: () => Promise.reject(new Error("unused")),
+    });
+    expect(table.routes.length).toBeGreaterThan(60);
+    const uid = `${"c".repeat(40)}/${"d".repeat(16)}`;
+    for (const route of table.routes) {
+      const t0 = route.template;
+      let lastVar: number | undefined;
+      const segs: string[] = [];
+      for (const p of t0.parts) {
+        if (p.variable !== undefined) {
+          if (p.variable === lastVar) continue;
+          lastVar = p.variable;
+          segs.push(t0.variables[p.variable]?.multiSegment ? uid : "x1");
+        } else {
+          lastVar = undefined;
+          segs.push(p.kind === "literal" ? (p.value as string) : "x1");
+        }
+      }
+      const path = `/${segs.join("/")}${t0.verb ? `:${t0.verb}` : ""}`;
+      const res = await call(route.httpMethod, path, route.body === "" ? undefined : {});
+      const where = `${route.httpMethod} ${path} (${route.method.name})`;
+      expect(res.status === 404 && String(res.body?.message).includes("no route"), where).toBe(false);
+      expect(res.status === 405 || (res.status >= 500 && res.status !== 501), `${where}: ${res.status}`).toBe(false);
+      if (res.status !== 200) {
+        expect(res.body.details[0]["@type"], where).toBe("type.googleapis.com/google.rpc.ErrorInfo");
+        if (res.status === 501) expect(res.body.details[0].metadata.method, where).toBe(`${route.method.parent.typeName}/${route.method.name}`);
+      }
+    }
+  });
+});

@@ -19,6 +19,7 @@ import {
 } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { unauthenticated } from "../../../src/errors/api-error.js";
 import { createRestHandler } from "../../../src/transcode/rest-handler.js";
 import { createRouteTable } from "../../../src/transcode/route-table.js";
 
@@ -52,7 +53,8 @@ beforeAll(async () => {
     services: [service],
     errorDomain: "test.example",
     maxBodyBytes: 4096,
-    async invokeUnary(method, request) {
+    async invokeUnary(method, request, call) {
+      if (call.headers.get("x-fail") === "unauthenticated") throw unauthenticated("TOKEN_MISSING", "no bearer token");
       const bound = `${method.name} ${toJsonString(method.input, request, { useProtoFieldName: true })}`;
       return create(method.output, {
         bound,
@@ -212,6 +214,23 @@ describe("transcoding table", () => {
     const full = JSON.parse((await send("GET", "/v1/items")).body);
     expect(full.at).toBe("2026-11-22T10:00:00.000Z");
     expect(full.big).toBe("12");
+  });
+
+  it("answers UNAUTHENTICATED with 401, WWW-Authenticate: Bearer and the Status body", async () => {
+    const res = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const req = http.request(`${base}/v1/items`, { headers: { "x-fail": "unauthenticated" } }, (r) => {
+        let text = "";
+        r.setEncoding("utf8").on("data", (c) => {
+          text += c;
+        });
+        r.on("end", () => resolve({ status: r.statusCode ?? 0, headers: r.headers, body: text }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers["www-authenticate"]).toBe("Bearer");
+    expect(JSON.parse(res.body)).toMatchObject({ code: 16, details: [{ reason: "TOKEN_MISSING", domain: "test.example" }] });
   });
 
   it("refuses conflicting rules at build time, naming both methods", () => {
