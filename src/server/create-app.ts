@@ -128,7 +128,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       (req, res) => {
         if (cors?.(req, res)) return;
         if (isGrpcRequest(req)) {
-          conformGrpcMessage(res);
+          conformGrpcMessage(res, config.errorDomain);
           connectHandler(req, res);
           return;
         }

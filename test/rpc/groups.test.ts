@@ -197,6 +197,8 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
       ),
     );
     expect(err.code).toBe(Code.ResourceExhausted);
+    // Raised by connect-node before our pipeline; on gRPC it still carries ErrorInfo (spec §7).
+    if (transport.name.startsWith("grpc (")) expectErrorInfo(err, Code.ResourceExhausted, "RESOURCE_EXHAUSTED");
   });
 });
 
