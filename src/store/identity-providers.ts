@@ -1,13 +1,262 @@
 /**
- * IdentityProviders repository. STUB: filled in by the issue-4 work (see src/store/groups.ts for the
- * pattern: async functions, one BEGIN IMMEDIATE transaction per multi-row invariant,
- * ApiErrors, no proto types).
+ * IdentityProviders repository: every read and write of the `identity_providers` table.
+ *
+ * The OIDC configuration is one JSON column in our own shape (`StoredOidc`). The client
+ * secret is written here but never read back by the CRUD functions: records carry only
+ * `hasClientSecret`, and the one reader of the secret itself is `clientSecret`, for the
+ * login flow. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
+ * ApiErrors; no proto types enter here.
  */
-import type { Db } from "./db.js";
+import { count, eq, sql } from "drizzle-orm";
+import { invalidField, notFound } from "../errors/api-error.js";
+import { type Db, writeTransaction } from "./db.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { groups, type IdentityProviderRow, identityProviders, roles } from "./schema.js";
+import { isAncestorOrSelf, newUidp } from "./uidp.js";
 
-// biome-ignore lint/suspicious/noEmptyInterface: filled in by the issue-4 work
-export interface IdentityProvidersRepository {}
+/** The OIDC settings of a provider as every read returns them: the secret itself stays in the store. */
+export interface OidcSettings {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly additionalScopes: readonly string[];
+  readonly groupsClaim: string;
+  readonly pkceEnabled: boolean;
+  /** CorrelationRule number, never 0: UNSPECIFIED is stored as SUB_EQUALS_EXTERNAL_ID (1). */
+  readonly correlationRule: number;
+  /** Whether a non-empty client secret is stored. */
+  readonly hasClientSecret: boolean;
+}
 
-export function createIdentityProvidersRepository(_db: Db): IdentityProvidersRepository {
-  return {};
+/** The OIDC settings as written on create. */
+export type OidcInput = Omit<OidcSettings, "hasClientSecret"> & { readonly clientSecret: string };
+
+/** The OIDC settings as written on update; `clientSecret` undefined keeps the stored one. */
+export type OidcChange = Omit<OidcSettings, "hasClientSecret"> & { readonly clientSecret?: string };
+
+export interface IdentityProviderRecord {
+  readonly uid: string;
+  readonly parentUid: string;
+  readonly name: string;
+  readonly description: string;
+  readonly defaultRole: string;
+  readonly oidc: OidcSettings;
+  readonly createTime: number;
+  readonly updateTime: number;
+}
+
+export interface NewIdentityProvider {
+  readonly parentUid: string;
+  readonly name: string;
+  readonly description: string;
+  readonly defaultRole: string;
+  readonly oidc: OidcInput;
+}
+
+/** Fields an update may change (each the complete new value). */
+export interface IdentityProviderChanges {
+  readonly name?: string;
+  readonly description?: string;
+  readonly defaultRole?: string;
+  readonly oidc?: OidcChange;
+}
+
+/** Orders an identity-provider list can take. */
+export type IdentityProviderOrder = "uid" | "name" | "create_time" | "update_time";
+
+export interface IdentityProviderListFilter {
+  readonly uidp: UidpFilter;
+  /** Exact, case-sensitive name. */
+  readonly name?: string;
+}
+
+/** The JSON document in the `oidc` column. */
+type StoredOidc = OidcInput;
+
+const ORDER_COLUMNS = {
+  uid: identityProviders.uid,
+  name: identityProviders.name,
+  create_time: identityProviders.createTime,
+  update_time: identityProviders.updateTime,
+} as const;
+
+export interface IdentityProvidersRepository {
+  get(uid: string): Promise<IdentityProviderRecord | undefined>;
+  /**
+   * Inserts a provider with a fresh uid under its group.
+   * @throws NOT_FOUND when the group does not exist; INVALID_ARGUMENT `default_role` when the
+   * role cannot be granted in the group (see `requireAssignableRole`).
+   */
+  create(provider: NewIdentityProvider, now: number): Promise<IdentityProviderRecord>;
+  /**
+   * Reads the provider, asks `plan` for the changes (it may throw an ApiError, e.g. after
+   * validating the merged OIDC settings), checks a changed default role and writes, all in
+   * one transaction, and bumps update_time.
+   * @throws NOT_FOUND; INVALID_ARGUMENT `default_role`.
+   */
+  update(
+    uid: string,
+    plan: (current: IdentityProviderRecord) => IdentityProviderChanges,
+    now: number,
+  ): Promise<IdentityProviderRecord>;
+  /** @throws NOT_FOUND when there is no such provider. */
+  delete(uid: string): Promise<void>;
+  list(filter: IdentityProviderListFilter, page: KeysetQuery<IdentityProviderOrder>): Promise<IdentityProviderRecord[]>;
+  count(filter: IdentityProviderListFilter): Promise<number>;
+  /** The stored client secret ("" when none), for the login flow only; undefined when no such provider. */
+  clientSecret(uid: string): Promise<string | undefined>;
+}
+
+export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepository {
+  const getStmt = db
+    .select()
+    .from(identityProviders)
+    .where(eq(identityProviders.uid, sql.placeholder("uid")))
+    .prepare();
+
+  const where = (f: IdentityProviderListFilter) =>
+    allOf([
+      ...uidpConditions(identityProviders.uid, identityProviders.parentUid, f.uidp),
+      f.name !== undefined ? eq(identityProviders.name, f.name) : undefined,
+    ]);
+
+  return {
+    async get(uid) {
+      const row = getStmt.get({ uid });
+      return row && toRecord(row);
+    },
+
+    async create(provider, now) {
+      return writeTransaction(db, (tx) => {
+        requireGroup(tx, provider.parentUid);
+        requireAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
+        const row: IdentityProviderRow = {
+          uid: newUidp(provider.parentUid),
+          parentUid: provider.parentUid,
+          name: provider.name,
+          description: provider.description,
+          defaultRole: provider.defaultRole,
+          oidc: JSON.stringify(storedOidc(provider.oidc)),
+          createTime: now,
+          updateTime: now,
+        };
+        tx.insert(identityProviders).values(row).run();
+        return toRecord(row);
+      });
+    },
+
+    async update(uid, plan, now) {
+      return writeTransaction(db, (tx) => {
+        const existing = tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get();
+        if (!existing) throw notFound("identity provider", uid);
+        const current = toRecord(existing);
+        const { oidc, ...own } = plan(current);
+        if (own.defaultRole !== undefined && own.defaultRole !== current.defaultRole) {
+          requireAssignableRole(tx, own.defaultRole, current.parentUid, "default_role");
+        }
+        const stored = JSON.parse(existing.oidc) as StoredOidc;
+        const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };
+        if (oidc !== undefined) {
+          set.oidc = JSON.stringify(storedOidc({ ...oidc, clientSecret: oidc.clientSecret ?? stored.clientSecret }));
+        }
+        tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).run();
+        return toRecord(tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get() as IdentityProviderRow);
+      });
+    },
+
+    async delete(uid) {
+      const result = db.delete(identityProviders).where(eq(identityProviders.uid, uid)).run();
+      if (result.changes === 0) throw notFound("identity provider", uid);
+    },
+
+    async list(filter, page) {
+      const col = ORDER_COLUMNS[page.order];
+      const ks = keysetClauses(col, identityProviders.uid, page, page.order === "uid");
+      return db
+        .select()
+        .from(identityProviders)
+        .where(allOf([where(filter), ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset)
+        .all()
+        .map(toRecord);
+    },
+
+    async count(filter) {
+      const r = db.select({ n: count() }).from(identityProviders).where(where(filter)).get();
+      return r?.n ?? 0;
+    },
+
+    async clientSecret(uid) {
+      const row = getStmt.get({ uid });
+      return row && (JSON.parse(row.oidc) as StoredOidc).clientSecret;
+    },
+  };
+}
+
+/** The cursor value of a row for an order. */
+export function identityProviderOrderValue(row: IdentityProviderRecord, order: IdentityProviderOrder): string | number {
+  switch (order) {
+    case "uid":
+      return row.uid;
+    case "name":
+      return row.name;
+    case "create_time":
+      return row.createTime;
+    case "update_time":
+      return row.updateTime;
+  }
+}
+
+/**
+ * NOT_FOUND unless the group exists. Shared with the other repositories that create records
+ * under a group given by the caller (group invites, account associations).
+ */
+export function requireGroup(tx: Db, uid: string): void {
+  const found = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).get();
+  if (!found) throw notFound("group", uid);
+}
+
+/**
+ * INVALID_ARGUMENT on `field` unless `roleUid` is a role that may be granted in `groupUid`: a
+ * built-in role (a root row marked built-in), or a custom role of the group or one of its
+ * ancestors. A missing role and another organization's role get the same answer, so the
+ * error says nothing about roles the caller cannot see. Shared with group invites.
+ */
+export function requireAssignableRole(tx: Db, roleUid: string, groupUid: string, field: string): void {
+  const role = tx
+    .select({ parentUid: roles.parentUid, builtIn: roles.builtIn })
+    .from(roles)
+    .where(eq(roles.uid, roleUid))
+    .get();
+  const assignable = role !== undefined && (role.parentUid === null ? role.builtIn : isAncestorOrSelf(role.parentUid, groupUid));
+  if (!assignable) {
+    throw invalidField(field, "must name a built-in role or a custom role of the group or one of its ancestors");
+  }
+}
+
+function storedOidc(oidc: OidcInput): StoredOidc {
+  return {
+    issuer: oidc.issuer,
+    clientId: oidc.clientId,
+    clientSecret: oidc.clientSecret,
+    additionalScopes: [...oidc.additionalScopes],
+    groupsClaim: oidc.groupsClaim,
+    pkceEnabled: oidc.pkceEnabled,
+    correlationRule: oidc.correlationRule,
+  };
+}
+
+function toRecord(row: IdentityProviderRow): IdentityProviderRecord {
+  const { clientSecret, ...settings } = JSON.parse(row.oidc) as StoredOidc;
+  return {
+    uid: row.uid,
+    parentUid: row.parentUid,
+    name: row.name,
+    description: row.description,
+    defaultRole: row.defaultRole,
+    oidc: { ...settings, hasClientSecret: clientSecret !== "" },
+    createTime: row.createTime,
+    updateTime: row.updateTime,
+  };
 }
