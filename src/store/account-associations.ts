@@ -1,13 +1,216 @@
 /**
- * AccountAssociations repository. STUB: filled in by the issue-4 work (see src/store/groups.ts for the
- * pattern: async functions, one BEGIN IMMEDIATE transaction per multi-row invariant,
- * ApiErrors, no proto types).
+ * AccountAssociations repository: every read and write of the `account_associations` table.
+ *
+ * An association belongs to one group and its uid IS that group's uid (api-facts §3), so a
+ * group has at most one. The provider blocks are one JSON column in our own shape
+ * (`AccountProviders`). Every check-then-write runs in one BEGIN IMMEDIATE transaction;
+ * errors are ApiErrors; no proto types enter here.
  */
-import type { Db } from "./db.js";
+import { count, eq, type SQL, sql } from "drizzle-orm";
+import { alreadyExists, notFound } from "../errors/api-error.js";
+import { type Db, writeTransaction } from "./db.js";
+import { requireGroup } from "./identity-providers.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { type AccountAssociationRow, accountAssociations } from "./schema.js";
 
-// biome-ignore lint/suspicious/noEmptyInterface: filled in by the issue-4 work
-export interface AccountAssociationsRepository {}
+export interface GitHubInstallation {
+  /** int64 as a decimal string. */
+  readonly installationId: string;
+  readonly name: string;
+}
 
-export function createAccountAssociationsRepository(_db: Db): AccountAssociationsRepository {
-  return {};
+/** The provider blocks of an association; an absent key means the block is not configured. */
+export interface AccountProviders {
+  readonly amazon?: { readonly account: string };
+  readonly google?: { readonly projectId: string; readonly projectNumber: string };
+  /** service-principal name → identity UIDP */
+  readonly chainguard?: { readonly serviceBindings: Readonly<Record<string, string>> };
+  readonly azure?: { readonly tenantId: string; readonly clientIds: Readonly<Record<string, string>> };
+  /** int64 key (decimal string) → installations */
+  readonly github?: { readonly appInstallations: Readonly<Record<string, readonly GitHubInstallation[]>> };
+}
+
+export interface AccountAssociationRecord {
+  /** The owning group's uid. */
+  readonly uid: string;
+  readonly name: string;
+  readonly description: string;
+  readonly providers: AccountProviders;
+  readonly createTime: number;
+  readonly updateTime: number;
+}
+
+export interface NewAccountAssociation {
+  readonly groupUid: string;
+  readonly name: string;
+  readonly description: string;
+  readonly providers: AccountProviders;
+}
+
+/** Fields an update may change (each the complete new value). */
+export interface AccountAssociationChanges {
+  readonly name?: string;
+  readonly description?: string;
+  readonly providers?: AccountProviders;
+}
+
+/** Orders an association list can take (`group` is the uid). */
+export type AccountAssociationOrder = "uid" | "name" | "create_time";
+
+export interface AccountAssociationListFilter {
+  /** Applied to the association's uid, i.e. to its group's uid. */
+  readonly uidp: UidpFilter;
+  /** Exact, case-sensitive name. */
+  readonly name?: string;
+}
+
+const ORDER_COLUMNS = {
+  uid: accountAssociations.uid,
+  name: accountAssociations.name,
+  create_time: accountAssociations.createTime,
+} as const;
+
+export interface AccountAssociationsRepository {
+  get(uid: string): Promise<AccountAssociationRecord | undefined>;
+  /**
+   * Inserts the association of `groupUid` (its uid is the group's).
+   * @throws NOT_FOUND when the group does not exist; ALREADY_EXISTS when it has one.
+   */
+  create(association: NewAccountAssociation, now: number): Promise<AccountAssociationRecord>;
+  /**
+   * Reads the association, asks `plan` for the changes (it may throw an ApiError after
+   * validating merged provider blocks) and writes them, in one transaction; bumps update_time.
+   * @throws NOT_FOUND.
+   */
+  update(
+    uid: string,
+    plan: (current: AccountAssociationRecord) => AccountAssociationChanges,
+    now: number,
+  ): Promise<AccountAssociationRecord>;
+  /** Deletes the association if there is one: idempotent (AIP-135, api-facts §11.9). */
+  delete(uid: string): Promise<void>;
+  list(filter: AccountAssociationListFilter, page: KeysetQuery<AccountAssociationOrder>): Promise<AccountAssociationRecord[]>;
+  count(filter: AccountAssociationListFilter): Promise<number>;
+}
+
+export function createAccountAssociationsRepository(db: Db): AccountAssociationsRepository {
+  const getStmt = db
+    .select()
+    .from(accountAssociations)
+    .where(eq(accountAssociations.uid, sql.placeholder("uid")))
+    .prepare();
+
+  const where = (f: AccountAssociationListFilter) =>
+    allOf([...hierarchyConditions(f.uidp), f.name !== undefined ? eq(accountAssociations.name, f.name) : undefined]);
+
+  return {
+    async get(uid) {
+      const row = getStmt.get({ uid });
+      return row && toRecord(row);
+    },
+
+    async create(association, now) {
+      return writeTransaction(db, (tx) => {
+        requireGroup(tx, association.groupUid);
+        const existing = tx
+          .select({ uid: accountAssociations.uid })
+          .from(accountAssociations)
+          .where(eq(accountAssociations.uid, association.groupUid))
+          .get();
+        if (existing) {
+          throw alreadyExists(
+            "account association",
+            association.groupUid,
+            `group ${association.groupUid} already has an account association`,
+          );
+        }
+        const row: AccountAssociationRow = {
+          uid: association.groupUid,
+          name: association.name,
+          description: association.description,
+          providers: JSON.stringify(association.providers),
+          createTime: now,
+          updateTime: now,
+        };
+        tx.insert(accountAssociations).values(row).run();
+        return toRecord(row);
+      });
+    },
+
+    async update(uid, plan, now) {
+      return writeTransaction(db, (tx) => {
+        const existing = tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).get();
+        if (!existing) throw notFound("account association", uid);
+        const { providers, ...own } = plan(toRecord(existing));
+        const set: Partial<AccountAssociationRow> = { ...own, updateTime: now };
+        if (providers !== undefined) set.providers = JSON.stringify(providers);
+        tx.update(accountAssociations).set(set).where(eq(accountAssociations.uid, uid)).run();
+        return toRecord(tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).get() as AccountAssociationRow);
+      });
+    },
+
+    async delete(uid) {
+      db.delete(accountAssociations).where(eq(accountAssociations.uid, uid)).run();
+    },
+
+    async list(filter, page) {
+      const col = ORDER_COLUMNS[page.order];
+      const ks = keysetClauses(col, accountAssociations.uid, page, page.order === "uid");
+      return db
+        .select()
+        .from(accountAssociations)
+        .where(allOf([where(filter), ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset)
+        .all()
+        .map(toRecord);
+    },
+
+    async count(filter) {
+      const r = db.select({ n: count() }).from(accountAssociations).where(where(filter)).get();
+      return r?.n ?? 0;
+    },
+  };
+}
+
+/** The cursor value of a row for an order. */
+export function accountAssociationOrderValue(row: AccountAssociationRecord, order: AccountAssociationOrder): string | number {
+  switch (order) {
+    case "uid":
+      return row.uid;
+    case "name":
+      return row.name;
+    case "create_time":
+      return row.createTime;
+  }
+}
+
+/**
+ * The UIDP filter over the association uid. The table has no parent column (the uid is the
+ * group's), so `children_of` and `in_root` test the uid's shape: a direct child of P is a uid
+ * under "P/" with no further '/', a root has no '/'. The other filters are the shared ones;
+ * the uid column stands in for the parent column they never read.
+ */
+function hierarchyConditions(f: UidpFilter): SQL[] {
+  const { childrenOf, inRoot, ...rest } = f;
+  const uid = accountAssociations.uid;
+  const out = uidpConditions(uid, uid, rest);
+  if (childrenOf) {
+    out.push(...uidpConditions(uid, uid, { descendantsOf: childrenOf }));
+    out.push(sql`instr(substr(${uid}, ${childrenOf.length + 2}), '/') = 0`);
+  }
+  if (inRoot) out.push(sql`instr(${uid}, '/') = 0`);
+  return out;
+}
+
+function toRecord(row: AccountAssociationRow): AccountAssociationRecord {
+  return {
+    uid: row.uid,
+    name: row.name,
+    description: row.description,
+    providers: JSON.parse(row.providers) as AccountProviders,
+    createTime: row.createTime,
+    updateTime: row.updateTime,
+  };
 }
