@@ -1,13 +1,255 @@
 /**
- * GroupInvites repository. STUB: filled in by the issue-4 work (see src/store/groups.ts for the
- * pattern: async functions, one BEGIN IMMEDIATE transaction per multi-row invariant,
- * ApiErrors, no proto types).
+ * GroupInvites repository: every read and write of the `group_invites` table, and redeeming
+ * an invite into a role binding.
+ *
+ * The invite code is shown once, on create, and only its SHA-256 is stored. A code is the
+ * invite's `key_id` (16 hex, listable, not secret) followed by 32 random bytes in base64url
+ * (256 bits), so a redemption finds its row through the key_id index and then compares the
+ * hash. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
+ * ApiErrors; no proto types enter here.
  */
-import type { Db } from "./db.js";
+import { createHash, randomBytes } from "node:crypto";
+import { and, count, eq, sql } from "drizzle-orm";
+import { failedPrecondition, notFound } from "../errors/api-error.js";
+import { type Db, writeTransaction } from "./db.js";
+import { requireAssignableRole, requireGroup } from "./identity-providers.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { groupInvites, identities, roleBindings, roles } from "./schema.js";
+import { newUidp } from "./uidp.js";
 
-// biome-ignore lint/suspicious/noEmptyInterface: filled in by the issue-4 work
-export interface GroupInvitesRepository {}
+/** The invite's role as it is now (hydrated on every read). */
+export interface InviteRole {
+  readonly uid: string;
+  readonly name: string;
+  readonly description: string;
+  /** Capability numbers. */
+  readonly capabilities: readonly number[];
+}
 
-export function createGroupInvitesRepository(_db: Db): GroupInvitesRepository {
-  return {};
+export interface GroupInviteRecord {
+  readonly uid: string;
+  readonly parentUid: string;
+  readonly roleUid: string;
+  /** Absent when the role no longer exists. */
+  readonly role?: InviteRole;
+  /** "" = anyone holding the code. */
+  readonly email: string;
+  readonly singleUse: boolean;
+  readonly keyId: string;
+  readonly expirationTime: number;
+  readonly createTime: number;
+}
+
+export interface NewGroupInvite {
+  readonly parentUid: string;
+  readonly roleUid: string;
+  readonly email: string;
+  readonly singleUse: boolean;
+  /** Lifetime in ms (> 0); expiration_time = now + ttlMs. */
+  readonly ttlMs: number;
+}
+
+export interface CreatedGroupInvite {
+  readonly invite: GroupInviteRecord;
+  /** The secret code; nothing but its hash is kept, so it can never be shown again. */
+  readonly code: string;
+}
+
+/** Orders an invite list can take. */
+export type GroupInviteOrder = "uid" | "create_time" | "expiration_time";
+
+export interface GroupInviteListFilter {
+  readonly uidp: UidpFilter;
+  /** Exact key id. */
+  readonly keyId?: string;
+}
+
+const KEY_ID_LENGTH = 16;
+
+const ORDER_COLUMNS = {
+  uid: groupInvites.uid,
+  create_time: groupInvites.createTime,
+  expiration_time: groupInvites.expirationTime,
+} as const;
+
+/** The columns every read selects: the invite without its code hash, and its current role. */
+const READ_COLUMNS = {
+  uid: groupInvites.uid,
+  parentUid: groupInvites.parentUid,
+  roleUid: groupInvites.roleUid,
+  email: groupInvites.email,
+  singleUse: groupInvites.singleUse,
+  keyId: groupInvites.keyId,
+  expirationTime: groupInvites.expirationTime,
+  createTime: groupInvites.createTime,
+  roleFound: roles.uid,
+  roleName: roles.name,
+  roleDescription: roles.description,
+  roleCapabilities: roles.capabilities,
+};
+
+export interface GroupInvitesRepository {
+  get(uid: string): Promise<GroupInviteRecord | undefined>;
+  /**
+   * Inserts an invite under its group with a fresh uid, key id and code.
+   * @throws NOT_FOUND when the group does not exist; INVALID_ARGUMENT `role_uid` when the role
+   * cannot be granted in the group (see `requireAssignableRole`).
+   */
+  create(invite: NewGroupInvite, now: number): Promise<CreatedGroupInvite>;
+  /** @throws NOT_FOUND when there is no such invite. */
+  delete(uid: string): Promise<void>;
+  list(filter: GroupInviteListFilter, page: KeysetQuery<GroupInviteOrder>): Promise<GroupInviteRecord[]>;
+  count(filter: GroupInviteListFilter): Promise<number>;
+  /**
+   * Accepts an invite for an identity, in one transaction: finds the invite by its code,
+   * refuses an expired one and (when the invite names an email) an identity whose verified
+   * email differs (case-insensitively), binds the invite's role to the identity at the
+   * invite's group (an identical existing binding is reused, not an error), and deletes a
+   * single-use invite. Returns the role binding's uid.
+   * @throws NOT_FOUND for an unknown code (the code is never echoed) or identity;
+   * FAILED_PRECONDITION with violation type INVITE_EXPIRED or INVITE_EMAIL_MISMATCH.
+   */
+  redeemInvite(code: string, identityUid: string, now: number): Promise<string>;
+}
+
+export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
+  const read = (tx: Db) => tx.select(READ_COLUMNS).from(groupInvites).leftJoin(roles, eq(roles.uid, groupInvites.roleUid));
+  const getStmt = read(db).where(eq(groupInvites.uid, sql.placeholder("uid"))).prepare();
+
+  const where = (f: GroupInviteListFilter) =>
+    allOf([
+      ...uidpConditions(groupInvites.uid, groupInvites.parentUid, f.uidp),
+      f.keyId !== undefined ? eq(groupInvites.keyId, f.keyId) : undefined,
+    ]);
+
+  return {
+    async get(uid) {
+      const row = getStmt.get({ uid });
+      return row && toRecord(row);
+    },
+
+    async create(invite, now) {
+      return writeTransaction(db, (tx) => {
+        requireGroup(tx, invite.parentUid);
+        requireAssignableRole(tx, invite.roleUid, invite.parentUid, "role_uid");
+        const keyId = randomBytes(KEY_ID_LENGTH / 2).toString("hex");
+        const code = keyId + randomBytes(32).toString("base64url");
+        const uid = newUidp(invite.parentUid);
+        tx.insert(groupInvites)
+          .values({
+            uid,
+            parentUid: invite.parentUid,
+            roleUid: invite.roleUid,
+            email: invite.email,
+            singleUse: invite.singleUse,
+            codeHash: hashCode(code),
+            keyId,
+            expirationTime: now + invite.ttlMs,
+            createTime: now,
+          })
+          .run();
+        const row = read(tx).where(eq(groupInvites.uid, uid)).get();
+        return { invite: toRecord(row as NonNullable<typeof row>), code };
+      });
+    },
+
+    async delete(uid) {
+      const result = db.delete(groupInvites).where(eq(groupInvites.uid, uid)).run();
+      if (result.changes === 0) throw notFound("group invite", uid);
+    },
+
+    async list(filter, page) {
+      const col = ORDER_COLUMNS[page.order];
+      const ks = keysetClauses(col, groupInvites.uid, page, page.order === "uid");
+      return read(db)
+        .where(allOf([where(filter), ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset)
+        .all()
+        .map(toRecord);
+    },
+
+    async count(filter) {
+      const r = db.select({ n: count() }).from(groupInvites).where(where(filter)).get();
+      return r?.n ?? 0;
+    },
+
+    async redeemInvite(code, identityUid, now) {
+      return writeTransaction(db, (tx) => {
+        const invite = tx
+          .select()
+          .from(groupInvites)
+          .where(and(eq(groupInvites.keyId, code.slice(0, KEY_ID_LENGTH)), eq(groupInvites.codeHash, hashCode(code))))
+          .get();
+        if (!invite) throw notFound("group invite", "(by code)");
+        if (now >= invite.expirationTime) {
+          throw failedPrecondition({ type: "INVITE_EXPIRED", subject: invite.uid, description: "the group invite has expired" });
+        }
+        const identity = tx.select({ email: identities.email }).from(identities).where(eq(identities.uid, identityUid)).get();
+        if (!identity) throw notFound("identity", identityUid);
+        if (invite.email !== "" && invite.email.toLowerCase() !== identity.email.toLowerCase()) {
+          throw failedPrecondition({
+            type: "INVITE_EMAIL_MISMATCH",
+            subject: invite.uid,
+            description: "the group invite is for another email address",
+          });
+        }
+        const binding = { groupUid: invite.parentUid, identityUid, roleUid: invite.roleUid };
+        const existing = tx
+          .select({ uid: roleBindings.uid })
+          .from(roleBindings)
+          .where(
+            and(
+              eq(roleBindings.groupUid, binding.groupUid),
+              eq(roleBindings.identityUid, identityUid),
+              eq(roleBindings.roleUid, binding.roleUid),
+            ),
+          )
+          .get();
+        const bindingUid = existing?.uid ?? newUidp(invite.parentUid);
+        if (!existing) tx.insert(roleBindings).values({ uid: bindingUid, ...binding, createTime: now }).run();
+        if (invite.singleUse) tx.delete(groupInvites).where(eq(groupInvites.uid, invite.uid)).run();
+        return bindingUid;
+      });
+    },
+  };
+}
+
+/** The cursor value of a row for an order. */
+export function groupInviteOrderValue(row: GroupInviteRecord, order: GroupInviteOrder): string | number {
+  switch (order) {
+    case "uid":
+      return row.uid;
+    case "create_time":
+      return row.createTime;
+    case "expiration_time":
+      return row.expirationTime;
+  }
+}
+
+function hashCode(code: string): string {
+  return createHash("sha256").update(code).digest("hex");
+}
+
+/** A row of READ_COLUMNS: the role columns are null when the role is gone (left join). */
+interface ReadRow extends Omit<GroupInviteRecord, "role"> {
+  readonly roleFound: string | null;
+  readonly roleName: string | null;
+  readonly roleDescription: string | null;
+  readonly roleCapabilities: string | null;
+}
+
+function toRecord(row: ReadRow): GroupInviteRecord {
+  const { roleFound, roleName, roleDescription, roleCapabilities, ...invite } = row;
+  if (roleFound === null) return invite;
+  return {
+    ...invite,
+    role: {
+      uid: roleFound,
+      name: roleName ?? "",
+      description: roleDescription ?? "",
+      capabilities: JSON.parse(roleCapabilities ?? "[]") as number[],
+    },
+  };
 }
