@@ -54,8 +54,9 @@ export interface AccountAssociationChanges {
   readonly providers?: AccountProviders;
 }
 
-/** Orders an association list can take (`group` is the uid). */
-export type AccountAssociationOrder = "uid" | "name" | "create_time";
+/** Each order an association list can take (`group` is the uid) → its record field and column key. */
+const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime" } as const;
+export type AccountAssociationOrder = keyof typeof ORDER_FIELDS;
 
 export interface AccountAssociationListFilter {
   /** Applied to the association's uid, i.e. to its group's uid. */
@@ -63,12 +64,6 @@ export interface AccountAssociationListFilter {
   /** Exact, case-sensitive name. */
   readonly name?: string;
 }
-
-const ORDER_COLUMNS = {
-  uid: accountAssociations.uid,
-  name: accountAssociations.name,
-  create_time: accountAssociations.createTime,
-} as const;
 
 export interface AccountAssociationsRepository {
   get(uid: string): Promise<AccountAssociationRecord | undefined>;
@@ -154,7 +149,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     },
 
     async list(filter, page) {
-      const col = ORDER_COLUMNS[page.order];
+      const col = accountAssociations[ORDER_FIELDS[page.order]];
       const ks = keysetClauses(col, accountAssociations.uid, page, page.order === "uid");
       return db
         .select()
@@ -176,14 +171,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
 
 /** The cursor value of a row for an order. */
 export function accountAssociationOrderValue(row: AccountAssociationRecord, order: AccountAssociationOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "name":
-      return row.name;
-    case "create_time":
-      return row.createTime;
-  }
+  return row[ORDER_FIELDS[order]];
 }
 
 /**

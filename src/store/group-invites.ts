@@ -55,8 +55,9 @@ export interface CreatedGroupInvite {
   readonly code: string;
 }
 
-/** Orders an invite list can take. */
-export type GroupInviteOrder = "uid" | "create_time" | "expiration_time";
+/** Each order an invite list can take → its record field, also its column's key on the table. */
+const ORDER_FIELDS = { uid: "uid", create_time: "createTime", expiration_time: "expirationTime" } as const;
+export type GroupInviteOrder = keyof typeof ORDER_FIELDS;
 
 export interface GroupInviteListFilter {
   readonly uidp: UidpFilter;
@@ -65,12 +66,6 @@ export interface GroupInviteListFilter {
 }
 
 const KEY_ID_LENGTH = 16;
-
-const ORDER_COLUMNS = {
-  uid: groupInvites.uid,
-  create_time: groupInvites.createTime,
-  expiration_time: groupInvites.expirationTime,
-} as const;
 
 /** The columns every read selects: the invite without its code hash, and its current role. */
 const READ_COLUMNS = {
@@ -159,7 +154,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
     },
 
     async list(filter, page) {
-      const col = ORDER_COLUMNS[page.order];
+      const col = groupInvites[ORDER_FIELDS[page.order]];
       const ks = keysetClauses(col, groupInvites.uid, page, page.order === "uid");
       return read(db)
         .where(allOf([where(filter), ks.where]))
@@ -218,14 +213,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
 
 /** The cursor value of a row for an order. */
 export function groupInviteOrderValue(row: GroupInviteRecord, order: GroupInviteOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "create_time":
-      return row.createTime;
-    case "expiration_time":
-      return row.expirationTime;
-  }
+  return row[ORDER_FIELDS[order]];
 }
 
 function hashCode(code: string): string {

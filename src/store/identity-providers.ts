@@ -60,8 +60,9 @@ export interface IdentityProviderChanges {
   readonly oidc?: OidcChange;
 }
 
-/** Orders an identity-provider list can take. */
-export type IdentityProviderOrder = "uid" | "name" | "create_time" | "update_time";
+/** Each order an identity-provider list can take → its record field, also its column's key on the table. */
+const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
+export type IdentityProviderOrder = keyof typeof ORDER_FIELDS;
 
 export interface IdentityProviderListFilter {
   readonly uidp: UidpFilter;
@@ -71,13 +72,6 @@ export interface IdentityProviderListFilter {
 
 /** The JSON document in the `oidc` column. */
 type StoredOidc = OidcInput;
-
-const ORDER_COLUMNS = {
-  uid: identityProviders.uid,
-  name: identityProviders.name,
-  create_time: identityProviders.createTime,
-  update_time: identityProviders.updateTime,
-} as const;
 
 export interface IdentityProvidersRepository {
   get(uid: string): Promise<IdentityProviderRecord | undefined>;
@@ -135,7 +129,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
           name: provider.name,
           description: provider.description,
           defaultRole: provider.defaultRole,
-          oidc: JSON.stringify(storedOidc(provider.oidc)),
+          oidc: serializeOidc(provider.oidc),
           createTime: now,
           updateTime: now,
         };
@@ -156,7 +150,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
         const stored = JSON.parse(existing.oidc) as StoredOidc;
         const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };
         if (oidc !== undefined) {
-          set.oidc = JSON.stringify(storedOidc({ ...oidc, clientSecret: oidc.clientSecret ?? stored.clientSecret }));
+          set.oidc = serializeOidc({ ...oidc, clientSecret: oidc.clientSecret ?? stored.clientSecret });
         }
         tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).run();
         return toRecord(tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get() as IdentityProviderRow);
@@ -169,7 +163,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
     },
 
     async list(filter, page) {
-      const col = ORDER_COLUMNS[page.order];
+      const col = identityProviders[ORDER_FIELDS[page.order]];
       const ks = keysetClauses(col, identityProviders.uid, page, page.order === "uid");
       return db
         .select()
@@ -196,16 +190,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
 
 /** The cursor value of a row for an order. */
 export function identityProviderOrderValue(row: IdentityProviderRecord, order: IdentityProviderOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "name":
-      return row.name;
-    case "create_time":
-      return row.createTime;
-    case "update_time":
-      return row.updateTime;
-  }
+  return row[ORDER_FIELDS[order]];
 }
 
 /**
@@ -235,16 +220,19 @@ export function requireAssignableRole(tx: Db, roleUid: string, groupUid: string,
   }
 }
 
-function storedOidc(oidc: OidcInput): StoredOidc {
-  return {
-    issuer: oidc.issuer,
-    clientId: oidc.clientId,
-    clientSecret: oidc.clientSecret,
-    additionalScopes: [...oidc.additionalScopes],
-    groupsClaim: oidc.groupsClaim,
-    pkceEnabled: oidc.pkceEnabled,
-    correlationRule: oidc.correlationRule,
-  };
+/** The keys of the stored document: anything else on the object (e.g. hasClientSecret) is dropped. */
+const STORED_OIDC_KEYS: readonly (keyof StoredOidc)[] = [
+  "issuer",
+  "clientId",
+  "clientSecret",
+  "additionalScopes",
+  "groupsClaim",
+  "pkceEnabled",
+  "correlationRule",
+];
+
+function serializeOidc(oidc: StoredOidc): string {
+  return JSON.stringify(oidc, STORED_OIDC_KEYS as string[]);
 }
 
 function toRecord(row: IdentityProviderRow): IdentityProviderRecord {
