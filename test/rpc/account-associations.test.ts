@@ -1,5 +1,5 @@
 /**
- * AccountAssociations end to end over every RPC protocol: one association per group (uid =
+ * AccountAssociations end to end over every RPC protocol (and a REST pass): one association per group (uid =
  * group uid), provider-block validation, block and leaf update masks, idempotent delete, and
  * list filters/orders. Every hostile case asserts the error details and an unchanged database.
  */
@@ -15,6 +15,7 @@ import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { expectRejectedAndUnchanged } from "../support/db.js";
+import { rest } from "../support/rest.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
 type AssociationInit = MessageInitShape<typeof AccountAssociationSchema>;
@@ -221,5 +222,30 @@ describe.each(rpcTransports)("AccountAssociationsService over $name", (transport
       () => client.checkAccountAssociation({ uid: "7".repeat(40), providerType: AccountProviderType.AMAZON }),
       Code.Unimplemented,
     );
+  });
+});
+
+describe("AccountAssociations over REST", () => {
+  let t: TestApp;
+  afterAll(async () => t.close());
+
+  it("round-trips every provider block as JSON and merges a PATCH body's leaf keys", async () => {
+    t = await startTestApp();
+    const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "rest org" })).body.uid as string;
+    const body = {
+      name: "rest accounts",
+      amazon: { account: "123456789012" },
+      google: { projectId: "acme-prod", projectNumber: "213411233" },
+      github: { appInstallations: { "42": { installations: [{ installationId: "7", name: "acme-bot" }] } } },
+    };
+    const created = await rest(t.url, "POST", `/iam/v2beta1/accountAssociations/${org}`, body);
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({ uid: org, ...body });
+    const patched = await rest(t.url, "PATCH", `/iam/v2beta1/accountAssociations/${org}`, { google: { projectNumber: "99" } });
+    expect(patched.body.google).toEqual({ projectId: "acme-prod", projectNumber: "99" });
+    const dup = await rest(t.url, "POST", `/iam/v2beta1/accountAssociations/${org}`, { name: "again" });
+    expect([dup.status, dup.body.code]).toEqual([409, 6]);
+    expect((await rest(t.url, "DELETE", `/iam/v2beta1/accountAssociations/${org}`)).status).toBe(200);
+    expect((await rest(t.url, "DELETE", `/iam/v2beta1/accountAssociations/${org}`)).status).toBe(200);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * GroupInvites end to end over every RPC protocol: the code shown only on create (and stored
+ * GroupInvites end to end over every RPC protocol (and a REST pass): the code shown only on create (and stored
  * only as a hash), the hydrated role, ttl bounds, role scoping, delete and list. Redemption
  * has no RPC; it is tested at the store level (test/store/group-invites.test.ts).
  */
@@ -14,7 +14,8 @@ import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { newUidp } from "../../src/store/uidp.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { expectRejectedAndUnchanged } from "../support/db.js";
+import { expectRejectedAndUnchanged, snapshotDb } from "../support/db.js";
+import { rest } from "../support/rest.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
 type InviteInit = MessageInitShape<typeof GroupInviteSchema>;
@@ -178,5 +179,34 @@ describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
     const rest = await client.listGroupInvites({ uidp: { descendantsOf: otherOrg }, pageSize: 2, pageToken: page.nextPageToken });
     expect([...page.groupInvites, ...rest.groupInvites].map((i) => i.uid)).toEqual(made.map((i) => i.uid).reverse());
     await rejects(() => client.listGroupInvites({ orderBy: "code" }), Code.InvalidArgument, "order_by");
+  });
+});
+
+describe("GroupInvites over REST", () => {
+  let t: TestApp;
+  afterAll(async () => t.close());
+
+  it("creates with a JSON duration, shows the code once, and never renders ttl", async () => {
+    t = await startTestApp();
+    const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "rest org" })).body.uid as string;
+    const roleUid = sqlite(t.dbFile, (db) => {
+      const uid = newUidp(null);
+      db.prepare("INSERT INTO roles (uid, name, built_in, create_time, update_time) VALUES (?, 'viewer', 1, 0, 0)").run(uid);
+      return uid;
+    });
+    const created = await rest(t.url, "POST", `/iam/v2beta1/groupInvites/${org}`, { roleUid, ttl: "3600s", singleUse: true });
+    expect(created.status).toBe(200);
+    expect(created.body.code).toMatch(/^[0-9a-f]{16}[A-Za-z0-9_-]{43}$/);
+    expect(created.body).not.toHaveProperty("ttl");
+    expect(Date.parse(created.body.expirationTime) - Date.parse(created.body.createTime)).toBe(3_600_000);
+    const got = await rest(t.url, "GET", `/iam/v2beta1/groupInvites/${created.body.uid}`);
+    expect(got.body).toEqual({ ...created.body, code: "" });
+    const listed = await rest(t.url, "GET", `/iam/v2beta1/groupInvites?keyId=${created.body.keyId}`);
+    expect(listed.body.groupInvites).toEqual([got.body]);
+    const before = snapshotDb(t.dbFile);
+    const tooLong = await rest(t.url, "POST", `/iam/v2beta1/groupInvites/${org}`, { roleUid, ttl: "2592001s" });
+    expect([tooLong.status, tooLong.body.code]).toEqual([400, 3]);
+    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect((await rest(t.url, "DELETE", `/iam/v2beta1/groupInvites/${created.body.uid}`)).status).toBe(200);
   });
 });
