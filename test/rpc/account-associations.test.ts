@@ -1,7 +1,8 @@
 /**
- * AccountAssociations end to end over every RPC protocol (and a REST pass): one association per group (uid =
- * group uid), provider-block validation, block and leaf update masks, idempotent delete, and
- * list filters/orders. Every hostile case asserts the error details and an unchanged database.
+ * AccountAssociations end to end over every RPC protocol (and a REST pass): one association per
+ * group (uid = group uid), provider-block validation, block and leaf update masks, idempotent
+ * delete, and list filters/orders. Every hostile case asserts the error details and an unchanged
+ * database.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";

@@ -1,7 +1,8 @@
 /**
- * GroupInvites end to end over every RPC protocol (and a REST pass): the code shown only on create (and stored
- * only as a hash), the hydrated role, ttl bounds, role scoping, delete and list. Redemption
- * has no RPC; it is tested at the store level (test/store/group-invites.test.ts).
+ * GroupInvites end to end over every RPC protocol (and a REST pass): the code shown only on
+ * create (and stored only as a hash), the hydrated role, ttl bounds, role scoping, delete and
+ * list. Redemption has no RPC; it is tested at the store level
+ * (test/store/group-invites.test.ts).
  */
 import { createHash } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";

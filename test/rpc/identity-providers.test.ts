@@ -1,7 +1,8 @@
 /**
- * IdentityProviders end to end over every RPC protocol (plus the REST mask rules): create/get/update/delete/list, the
- * write-only client secret, the nested update-mask rules of api-facts §1.5 and every hostile
- * case, each asserting the error details and that the database is unchanged.
+ * IdentityProviders end to end over every RPC protocol (plus the REST mask rules):
+ * create/get/update/delete/list, the write-only client secret, the nested update-mask rules of
+ * api-facts §1.5 and every hostile case, each asserting the error details and that the database
+ * is unchanged.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
