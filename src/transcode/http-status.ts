@@ -1,6 +1,13 @@
 /**
- * gRPC code → HTTP status, the table google/rpc/code.proto, grpc-gateway, Envoy and
- * vanguard share (FAILED_PRECONDITION is 400, not 412). Ours, because connect's is private.
+ * gRPC status code → HTTP status: the table of google/rpc/code.proto, which grpc-gateway
+ * (HTTPStatusFromCode), Envoy, vanguard-go and the Connect protocol (since RFC 003) all use.
+ * FAILED_PRECONDITION is 400, not 412; CANCELLED is the non-standard 499. Ours, because
+ * connect's `codeToHttpStatus` is private API.
+ *
+ * The REST door overrides this table in exactly three places, each with the gRPC code kept
+ * in the body: 405 for a path that exists under other methods (code UNIMPLEMENTED), 413 for
+ * a body over the size cap (code RESOURCE_EXHAUSTED) and 415 for a body that is not JSON
+ * (code INVALID_ARGUMENT).
  */
 const TABLE: Readonly<Record<number, number>> = {
   0: 200,
@@ -22,6 +29,7 @@ const TABLE: Readonly<Record<number, number>> = {
   16: 401,
 };
 
+/** The HTTP status for a gRPC code; 500 for a number outside 0..16. */
 export function httpStatusFromCode(code: number): number {
   return TABLE[code] ?? 500;
 }

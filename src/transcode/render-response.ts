@@ -1,57 +1,101 @@
 /**
- * Success bodies: proto3 JSON (lowerCamelCase names, int64 as strings, enum names) with
- * default values written out (`"resourceLimits": {}`, `"skipped": 0`), `response_body`
- * honoured, and every google.protobuf.Timestamp with exactly three fractional digits
- * (`2026-11-22T10:00:00.000Z`, spec §2 "millisecond precision"). protobuf-es prints 0, 3, 6
- * or 9 digits, so a post-pass walks the message schema next to the JSON. The same pass drops
- * enum fields still at their zero (`*_UNSPECIFIED`) value: they carry no information and the
- * spec's resource shapes do not show them.
+ * Success bodies of the REST door: proto3 JSON from protobuf-es `toJson` with
+ * `alwaysEmitImplicit: true` (lowerCamelCase names, int64 as strings, enums as names, default
+ * values written out: `"resourceLimits": {}`, `"verified": false`, `"skipped": 0`), with
+ * `response_body` honoured. Unset message fields and unset `optional` scalars are omitted
+ * (grpc-gateway would print `null`; protobuf-es has no such option and the spec's samples
+ * never show `null`).
+ *
+ * A post-pass then walks the message schema alongside the JSON (not a regex over text):
+ * - every google.protobuf.Timestamp, at any depth (fields, lists, map values), is written
+ *   with exactly three fractional digits, truncated: `2026-11-22T10:00:00.000Z` (spec §2,
+ *   "millisecond precision"; protobuf-es prints 0, 3, 6 or 9 digits);
+ * - an enum field with implicit presence still at its zero value (`*_UNSPECIFIED`) is left
+ *   out: it carries no information and the published resource shapes do not show it.
+ *   Enums inside lists and maps, oneof members and `optional` enums are always written.
+ * Values inside google.protobuf.Struct/Value/Any are not touched.
+ *
+ * With `response_body`, the body is that field's JSON value; an unset message field renders
+ * as `{}` (what grpc-gateway writes for a nil message), an unset optional scalar or an unset
+ * well-known type whose JSON form is not an object (Timestamp, wrappers, ...) as `null`.
  */
-import { type DescMessage, type JsonObject, type Message, toJson } from "@bufbuild/protobuf";
-import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, toJson } from "@bufbuild/protobuf";
+import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import type { Route } from "./route-table.js";
 
+/**
+ * Renders the response message of `route` as the JSON text of the HTTP body.
+ * @throws Error when protobuf-es cannot serialise the message (e.g. a Timestamp out of range);
+ *   the REST door turns that into INTERNAL.
+ */
 export function renderResponse(route: Route, message: Message): string {
   const schema = route.method.output;
-  const json = toJson(schema, message, { alwaysEmitImplicit: true }) as JsonObject;
-  normalize(schema, message as unknown as Record<string, unknown>, json);
-  if (route.responseField) return JSON.stringify(json[route.responseField.jsonName] ?? null);
-  return JSON.stringify(json);
+  const json = toJson(schema, message, { alwaysEmitImplicit: true });
+  const shaped = normalizeMessage(schema, message as unknown as Record<string, unknown>, json);
+  if (!route.responseField) return JSON.stringify(shaped);
+  const field = route.responseField;
+  const value = (shaped as JsonObject)[field.jsonName];
+  if (value !== undefined) return JSON.stringify(value);
+  return field.fieldKind === "message" && !SCALAR_JSON.has(field.message.typeName) ? "{}" : "null";
 }
 
-type Ts = Parameters<typeof timestampMs>[0];
+/** Well-known types whose JSON form is not an object: unset, they render as `null`. */
+const SCALAR_JSON = new Set(
+  ["Timestamp", "Duration", "FieldMask", "Value", "ListValue", "DoubleValue", "FloatValue", "Int64Value", "UInt64Value", "Int32Value", "UInt32Value", "BoolValue", "StringValue", "BytesValue"].map(
+    (n) => `google.protobuf.${n}`,
+  ),
+);
 
-function iso(ts: Ts): string {
-  return new Date(timestampMs(ts)).toISOString();
+/** `2026-11-22T10:00:00.000Z`: RFC 3339 UTC, exactly three fractional digits, truncated. */
+export function formatTimestampMillis(ts: Timestamp): string {
+  const seconds = Number(ts.seconds);
+  const iso = new Date(seconds * 1000).toISOString(); // always ends in ".000Z"
+  const millis = Math.floor(ts.nanos / 1_000_000);
+  return `${iso.slice(0, -4)}${String(millis).padStart(3, "0")}Z`;
 }
 
-function normalize(schema: DescMessage, message: Record<string, unknown>, json: JsonObject): void {
+/** Returns the JSON for `message` with the post-pass applied (mutating `json` in place). */
+function normalizeMessage(schema: DescMessage, message: Record<string, unknown>, json: JsonValue): JsonValue {
+  if (schema.typeName === TimestampSchema.typeName) return formatTimestampMillis(message as unknown as Timestamp);
+  if (schema.typeName.startsWith("google.protobuf.") || json === null || typeof json !== "object" || Array.isArray(json)) {
+    return json;
+  }
   for (const field of schema.fields) {
-    const value = message[field.localName];
-    if (value === undefined || !(field.jsonName in json)) continue;
-    const kind = field.fieldKind;
-    if (kind === "enum" && value === 0 && field.oneof === undefined && !field.proto.proto3Optional) {
+    if (!(field.jsonName in json)) continue;
+    const value = field.oneof ? oneofValue(message, field) : message[field.localName];
+    if (value === undefined) continue;
+    if (field.fieldKind === "enum" && value === 0 && !field.oneof && !field.proto.proto3Optional) {
       delete json[field.jsonName];
       continue;
     }
-    const msgDesc = kind === "message" ? field.message : kind === "list" && field.listKind === "message" ? field.message : kind === "map" && field.mapKind === "message" ? field.message : undefined;
-    if (!msgDesc) continue;
-    const isTs = msgDesc.typeName === "google.protobuf.Timestamp";
-    if (!isTs && msgDesc.typeName.startsWith("google.protobuf.")) continue;
-    const visit = (v: unknown, j: unknown): unknown => {
-      if (isTs) return iso(v as Ts);
-      normalize(msgDesc, v as Record<string, unknown>, j as JsonObject);
-      return j;
-    };
-    if (kind === "message") json[field.jsonName] = visit(value, json[field.jsonName]) as JsonObject;
-    else if (kind === "list") {
-      const arr = json[field.jsonName] as unknown[];
+    const nested = nestedMessage(field);
+    if (!nested) continue;
+    const current = json[field.jsonName] as JsonValue;
+    if (field.fieldKind === "message") {
+      json[field.jsonName] = normalizeMessage(nested, value as Record<string, unknown>, current);
+    } else if (field.fieldKind === "list" && Array.isArray(current)) {
       (value as unknown[]).forEach((v, i) => {
-        arr[i] = visit(v, arr[i]);
+        current[i] = normalizeMessage(nested, v as Record<string, unknown>, current[i] as JsonValue);
       });
-    } else {
-      const obj = json[field.jsonName] as JsonObject;
-      for (const [k, v] of Object.entries(value as Record<string, unknown>)) obj[k] = visit(v, obj[k]) as JsonObject;
+    } else if (field.fieldKind === "map" && current !== null && typeof current === "object" && !Array.isArray(current)) {
+      // Local map keys are object keys, i.e. already the strings toJson writes.
+      for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+        if (key in current) current[key] = normalizeMessage(nested, v as Record<string, unknown>, current[key] as JsonValue);
+      }
     }
   }
+  return json;
+}
+
+function oneofValue(message: Record<string, unknown>, field: DescField): unknown {
+  const group = message[(field.oneof as { localName: string }).localName] as { case?: string; value?: unknown } | undefined;
+  return group?.case === field.localName ? group.value : undefined;
+}
+
+/** The message type to walk into: message fields, and lists/maps of messages. */
+function nestedMessage(field: DescField): DescMessage | undefined {
+  if (field.fieldKind === "message") return field.message;
+  if (field.fieldKind === "list" && field.listKind === "message") return field.message;
+  if (field.fieldKind === "map" && field.mapKind === "message") return field.message;
+  return undefined;
 }

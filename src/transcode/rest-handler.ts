@@ -1,166 +1,306 @@
 /**
- * The REST/JSON door: route (route-table.ts) → read the body under the size cap → bind
- * (bind-request.ts) → call the SAME pipeline-wrapped implementation the RPC doors call
- * (`invokeUnary`, built in create-app.ts) → render (render-response.ts).
+ * The REST/JSON door: route (route-table.ts) → read the body under the byte cap → bind
+ * (bind-request.ts) → `invokeUnary` (the caller's way into the implementation; the composition
+ * root makes it the same pipeline the RPC doors use) → render (render-response.ts).
  *
- * Every error, including routing ones, is a google.rpc.Status JSON body (spec §7; ErrorInfo
- * first) with the HTTP status from http-status.ts, except: 405 (wrong method, with `Allow`),
- * 413 (body over the cap; code RESOURCE_EXHAUSTED) and 415 (non-JSON body; code
- * INVALID_ARGUMENT). UNAUTHENTICATED adds `WWW-Authenticate: Bearer`. Request headers reach
- * the implementation as they would over gRPC; they are never logged or echoed.
+ * Contract of the returned handler:
+ * - It resolves `false`, touching nothing, when the path's first segment is not the first
+ *   literal of any REST template (e.g. `/<package.Service>/<Method>`): the caller hands the
+ *   request to connect-node. Otherwise it answers and resolves `true`.
+ * - Every error, routing errors included, is a google.rpc.Status JSON body (toStatusJson,
+ *   ErrorInfo first) with the HTTP status from http-status.ts, except: no route → 404 (code
+ *   NOT_FOUND); a path that matches only under other methods → 405 with `Allow` (code
+ *   UNIMPLEMENTED, reason METHOD_NOT_ALLOWED; no implicit HEAD or OPTIONS); a body over
+ *   `maxBodyBytes` → 413 (code RESOURCE_EXHAUSTED; declared lengths are refused before
+ *   reading, streamed ones as soon as they cross the cap, and the connection is closed rather
+ *   than drained); a non-JSON body → 415 (code INVALID_ARGUMENT). UNAUTHENTICATED adds
+ *   `WWW-Authenticate: Bearer`.
+ * - CORS: a preflight (OPTIONS with Origin and Access-Control-Request-Method) from an origin
+ *   in `corsAllowedOrigins` ("*" allows any) is answered 204 with the path's methods; other
+ *   responses to such origins carry Access-Control-Allow-Origin. Off by default: a preflight
+ *   is then an ordinary OPTIONS request, i.e. 405 with `Allow`.
+ * - Request headers reach `invokeUnary` as a Headers object without the hop-by-hop ones
+ *   (connection and the headers it names, keep-alive, proxy-connection, transfer-encoding,
+ *   upgrade, te, host, content-length) and without HTTP/2 pseudo-headers. Nothing here logs
+ *   or echoes a header; error messages name the method and path, never header values.
+ * - Success is 200 `application/json` (an Empty response is `{}`).
  */
 import type http from "node:http";
-import type http2 from "node:http2";
-import { type DescMethodUnary, type DescService, type Message } from "@bufbuild/protobuf";
+import http2 from "node:http2";
+import { create, type DescMessage, type DescMethodUnary, type DescService, isMessage, type Message } from "@bufbuild/protobuf";
 import { ApiError, GrpcCode, resourceExhausted } from "../errors/api-error.js";
 import { toStatusJson } from "../errors/status-json.js";
 import { toConnectError } from "../errors/to-connect-error.js";
-import { bindRequest, UnsupportedMediaTypeError } from "./bind-request.js";
+import { bindRequest, parseFormEncoded, UnsupportedMediaTypeError } from "./bind-request.js";
 import { httpStatusFromCode } from "./http-status.js";
-import { renderResponse } from "./render-response.js";
 import { buildOpenApi } from "./openapi.js";
+import { renderResponse } from "./render-response.js";
 import { createRouteTable, type RouteTable } from "./route-table.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 
+/** What `invokeUnary` learns about the HTTP call besides the bound request. */
 export interface RestCall {
+  /** The HTTP method, upper case. */
   readonly httpMethod: string;
+  /** The request target as received (path and query). */
   readonly url: string;
+  /** Request headers minus hop-by-hop ones; `authorization` included, as over gRPC. */
   readonly headers: Headers;
+  /** Aborted when the client goes away before the response is written. */
   readonly signal: AbortSignal;
 }
 
+/** Options of createRestHandler; only `services`, `invokeUnary` and `errorDomain` are required. */
 export interface RestHandlerOptions {
+  /** Services whose unary methods with a google.api.http rule are served. */
   readonly services: readonly DescService[];
-  /** Calls the pipeline-wrapped implementation; resolves to the response message. */
-  readonly invokeUnary: (method: DescMethodUnary, request: Message, call: RestCall) => Promise<Message>;
+  /**
+   * Calls the implementation. Resolves to the response message or its init shape (both are
+   * accepted); throws ApiError/ConnectError (or anything: unknown errors become INTERNAL).
+   */
+  readonly invokeUnary: (method: DescMethodUnary, request: Message, call: RestCall) => Promise<Message | object>;
+  /** ErrorInfo.domain of every error this door writes. */
   readonly errorDomain: string;
-  readonly maxBodyBytes: number;
+  /** Body size cap in bytes; default 1 MiB. */
+  readonly maxBodyBytes?: number;
+  /** Origins whose CORS preflights are answered; default none. */
+  readonly corsAllowedOrigins?: readonly string[];
+  /**
+   * Serve an OpenAPI 3.1 document of the routes (openapi.ts) at `path`; `false` to serve none.
+   * Default: `/openapi.json`, titled for Trellis.
+   */
+  readonly openApi?: { readonly path: string; readonly title: string; readonly version: string } | false;
+  /** Receives causes hidden behind INTERNAL answers (never sent to the client). */
+  readonly onUnexpectedError?: (cause: unknown) => void;
 }
 
-export interface RestHandler {
+/** The request handler, with the compiled table (for tooling and tests). */
+export type RestHandler = ((req: Req, res: Res) => Promise<boolean>) & {
   readonly table: RouteTable;
-  /** Handles the request when its path belongs to REST; resolves false otherwise. */
-  handle(req: Req, res: Res): Promise<boolean>;
+  /** The handler itself, under a name. */
+  readonly handle: (req: Req, res: Res) => Promise<boolean>;
+};
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+const DEFAULT_OPENAPI = {
+  path: "/openapi.json",
+  title: "Trellis: Identity, Registry and Vulnerability Management API",
+  version: "v2beta1",
+} as const;
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "host", "content-length"]);
+const PREFLIGHT_ALLOW_HEADERS = "Authorization, Content-Type";
+const EXPOSE_HEADERS = "WWW-Authenticate, Allow";
+
+/** An ApiError answered with a fixed HTTP status instead of the code table's. */
+class HttpStatusError extends ApiError {
+  override name = "HttpStatusError";
+  httpStatus = 500;
+  headers: Readonly<Record<string, string>> = {};
 }
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "host", "te", "content-length", "proxy-connection"]);
-
-class BodyTooLargeError extends ApiError {
-  override name = "BodyTooLargeError";
+function withStatus(err: ApiError, httpStatus: number, headers: Record<string, string> = {}): HttpStatusError {
+  const e = new HttpStatusError(err.code, err.message, {
+    reason: err.reason,
+    metadata: err.metadata,
+    fieldViolations: err.fieldViolations,
+  });
+  e.httpStatus = httpStatus;
+  e.headers = headers;
+  return e;
 }
 
+/**
+ * Compiles the route table (throwing on bad rules, see route-table.ts) and returns the REST
+ * request handler described in the module comment.
+ */
 export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const table = createRouteTable(options.services);
-  const openApi = JSON.stringify(buildOpenApi(table, { title: "Trellis: Identity, Registry and Vulnerability Management API", version: "v2beta1" }));
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const origins = new Set(options.corsAllowedOrigins ?? []);
+  const openApiOption = options.openApi ?? DEFAULT_OPENAPI;
+  const openApi = openApiOption === false ? undefined : { path: openApiOption.path, text: JSON.stringify(buildOpenApi(table, { title: openApiOption.title, version: openApiOption.version })) };
 
-  function sendError(res: Res, err: unknown, extraHeaders: Record<string, string> = {}, statusOverride?: number) {
-    const { error } = toConnectError(err, options.errorDomain);
-    const status =
-      statusOverride ??
-      (err instanceof UnsupportedMediaTypeError ? 415 : err instanceof BodyTooLargeError ? 413 : httpStatusFromCode(error.code));
-    const headers: Record<string, string> = { "content-type": "application/json", ...extraHeaders };
-    if (error.code === GrpcCode.Unauthenticated) headers["www-authenticate"] = "Bearer";
+  function sendError(res: Res, err: unknown): void {
+    const { error, unexpected } = toConnectError(err, options.errorDomain);
+    if (unexpected !== undefined) options.onUnexpectedError?.(unexpected);
     if (res.headersSent) {
       res.end();
       return;
     }
+    let status = httpStatusFromCode(error.code);
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (err instanceof HttpStatusError) {
+      status = err.httpStatus;
+      Object.assign(headers, err.headers);
+    } else if (err instanceof UnsupportedMediaTypeError) {
+      status = 415;
+    }
+    if (error.code === GrpcCode.Unauthenticated) headers["www-authenticate"] = "Bearer";
+    const text = JSON.stringify(toStatusJson(error));
+    headers["content-length"] = String(Buffer.byteLength(text));
     (res as http.ServerResponse).writeHead(status, headers);
-    res.end(JSON.stringify(toStatusJson(error)));
+    res.end(text);
   }
 
-  return {
-    table,
-    async handle(req, res) {
-      const url = req.url ?? "/";
-      const q = url.indexOf("?");
-      const rawPath = q < 0 ? url : url.slice(0, q);
-      const httpMethod = (req.method ?? "GET").toUpperCase();
-      if (rawPath === "/openapi.json" && httpMethod === "GET") {
-        (res as http.ServerResponse).writeHead(200, { "content-type": "application/json" });
-        res.end(openApi);
+  async function handle(req: Req, res: Res): Promise<boolean> {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const rawPath = q < 0 ? url : url.slice(0, q);
+    const httpMethod = (req.method ?? "GET").toUpperCase();
+    if (openApi && rawPath === openApi.path && httpMethod === "GET") {
+      (res as http.ServerResponse).writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(openApi.text)) });
+      res.end(openApi.text);
+      return true;
+    }
+    if (!table.handles(rawPath)) return false;
+
+    const origin = header(req, "origin");
+    const corsOrigin = origin !== undefined && (origins.has(origin) || origins.has("*")) ? origin : undefined;
+    if (corsOrigin !== undefined) {
+      res.setHeader("access-control-allow-origin", origins.has("*") ? "*" : corsOrigin);
+      res.setHeader("vary", "Origin");
+      res.setHeader("access-control-expose-headers", EXPOSE_HEADERS);
+    }
+    try {
+      if (corsOrigin !== undefined && httpMethod === "OPTIONS" && header(req, "access-control-request-method") !== undefined) {
+        preflight(req, res, table, rawPath);
         return true;
       }
-      if (!table.handles(rawPath)) return false;
-      try {
-        const m = table.match(httpMethod, rawPath);
-        if (m.kind === "notFound") {
-          throw new ApiError(GrpcCode.NotFound, `Not found: no route for ${httpMethod} ${rawPath}`, {
-            metadata: { method: httpMethod, path: rawPath },
-          });
-        }
-        if (m.kind === "methodNotAllowed") {
-          const e = new ApiError(GrpcCode.Unimplemented, `Method not allowed: ${httpMethod} ${rawPath} (allowed: ${m.allow.join(", ")})`, {
-            reason: "METHOD_NOT_ALLOWED",
-            metadata: { method: httpMethod, allow: m.allow.join(",") },
-          });
-          sendError(res, e, { allow: m.allow.join(", ") }, 405);
-          return true;
-        }
-        const body = await readBody(req, options.maxBodyBytes);
-        const request = bindRequest(m.route, m.vars, {
-          httpMethod,
-          query: new URLSearchParams(q < 0 ? "" : url.slice(q + 1)),
-          body,
-          contentType: header(req, "content-type"),
+      const m = table.match(httpMethod, rawPath);
+      if (m.kind === "notFound") {
+        throw new ApiError(GrpcCode.NotFound, `Not found: no route for ${httpMethod} ${rawPath}`, {
+          metadata: { http_method: httpMethod, path: rawPath },
         });
-        const abort = new AbortController();
-        res.once("close", () => abort.abort());
-        const response = await options.invokeUnary(m.route.method, request, {
-          httpMethod,
-          url,
-          headers: forwardHeaders(req),
-          signal: abort.signal,
-        });
-        const text = renderResponse(m.route, response);
-        (res as http.ServerResponse).writeHead(200, { "content-type": "application/json" });
-        res.end(text);
-      } catch (err) {
-        sendError(res, err);
       }
-      return true;
-    },
-  };
+      if (m.kind === "methodNotAllowed") {
+        const allow = m.allow.join(", ");
+        throw withStatus(
+          new ApiError(GrpcCode.Unimplemented, `Method not allowed: ${httpMethod} ${rawPath} (allowed: ${allow})`, {
+            reason: "METHOD_NOT_ALLOWED",
+            metadata: { http_method: httpMethod, allow },
+          }),
+          405,
+          { allow },
+        );
+      }
+      const body = await readBody(req, res, maxBodyBytes);
+      const request = bindRequest(m.route, m.vars, {
+        query: q < 0 ? new URLSearchParams() : parseFormEncoded(url.slice(q + 1), "query"),
+        body,
+        contentType: header(req, "content-type"),
+      });
+      const abort = new AbortController();
+      res.once("close", () => {
+        if (!res.writableFinished) abort.abort();
+      });
+      const output = m.route.method.output;
+      const out = await options.invokeUnary(m.route.method, request, {
+        httpMethod,
+        url,
+        headers: forwardHeaders(req),
+        signal: abort.signal,
+      });
+      const response = isMessage(out, output) ? out : create(output as DescMessage, out as never);
+      const text = renderResponse(m.route, response as Message);
+      (res as http.ServerResponse).writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
+      res.end(text);
+    } catch (err) {
+      sendError(res, err);
+    }
+    return true;
+  }
+
+  return Object.assign(handle, { table, handle });
+}
+
+function preflight(req: Req, res: Res, table: RouteTable, rawPath: string): void {
+  const m = table.match("OPTIONS", rawPath);
+  if (m.kind === "notFound") throw new ApiError(GrpcCode.NotFound, `Not found: no route for OPTIONS ${rawPath}`);
+  const methods = m.kind === "match" ? ["OPTIONS"] : m.allow;
+  (res as http.ServerResponse).writeHead(204, {
+    "access-control-allow-methods": methods.join(", "),
+    "access-control-allow-headers": header(req, "access-control-request-headers") ?? PREFLIGHT_ALLOW_HEADERS,
+    "access-control-max-age": "7200",
+  });
+  res.end();
 }
 
 function header(req: Req, name: string): string | undefined {
   const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
+  return Array.isArray(v) ? v.join(", ") : v;
 }
 
 function forwardHeaders(req: Req): Headers {
   const out = new Headers();
+  const named = new Set((header(req, "connection") ?? "").split(",").map((s) => s.trim().toLowerCase()));
   for (const [k, v] of Object.entries(req.headers)) {
-    if (k.startsWith(":") || HOP_BY_HOP.has(k) || v === undefined) continue;
-    for (const one of Array.isArray(v) ? v : [v]) out.append(k, one);
+    if (v === undefined || k.startsWith(":") || HOP_BY_HOP.has(k) || named.has(k)) continue;
+    for (const one of Array.isArray(v) ? v : [v]) {
+      try {
+        out.append(k, one);
+      } catch {
+        // a value Headers refuses (not a ByteString) is dropped, as a gRPC client would
+      }
+    }
   }
   return out;
 }
 
-/** Reads the whole body, refusing (before buffering more) once it exceeds `max` bytes. */
-function readBody(req: Req, max: number): Promise<Uint8Array> {
-  const declared = Number(header(req, "content-length") ?? Number.NaN);
-  if (declared > max) return Promise.reject(tooLarge(max));
+/**
+ * Reads the whole body, refusing with 413 once it exceeds `max` bytes (a declared
+ * Content-Length over the cap before reading anything). The refused rest is not drained:
+ * HTTP/1.1 gets `connection: close`, an HTTP/2 stream is reset with NO_ERROR.
+ */
+function readBody(req: Req, res: Res, max: number): Promise<Uint8Array> {
+  const tooLarge = () => {
+    const isH2 = "stream" in req;
+    if (isH2) {
+      res.once("finish", () => {
+        const stream = (req as http2.Http2ServerRequest).stream;
+        if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      });
+    }
+    return withStatus(
+      resourceExhausted(`request body exceeds ${max} bytes`, { metadata: { limit_bytes: String(max) } }),
+      413,
+      isH2 ? {} : { connection: "close" },
+    );
+  };
+  const declared = Number(header(req, "content-length"));
+  if (Number.isFinite(declared) && declared > max) return Promise.reject(tooLarge());
+  if (req.readableEnded) return Promise.resolve(new Uint8Array(0));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onFailure);
+      req.off("close", onFailure);
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > max) {
-        req.off("data", onData);
-        reject(tooLarge(max));
+        cleanup();
+        req.pause();
+        reject(tooLarge());
         return;
       }
       chunks.push(chunk);
     };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onFailure = () => {
+      cleanup();
+      reject(new ApiError(GrpcCode.Canceled, "Canceled: the request body was not received completely"));
+    };
     req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks)));
-    req.once("error", reject);
+    req.once("end", onEnd);
+    req.once("error", onFailure);
+    req.once("close", onFailure);
   });
-}
-
-function tooLarge(max: number): BodyTooLargeError {
-  const e = resourceExhausted(`request body exceeds ${max} bytes`, { metadata: { limit_bytes: String(max) } });
-  return new BodyTooLargeError(e.code, e.message, { metadata: e.metadata });
 }

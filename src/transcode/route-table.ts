@@ -1,229 +1,308 @@
 /**
- * The REST route table, compiled once at start-up from every method's google.api.http rule
- * (including additional_bindings). No route is written by hand.
+ * The REST route table: every RouteSpec (http-rule.ts) compiled once at start-up into a
+ * segment trie, with every variable, body and response_body field path resolved to field
+ * descriptors. At request time it only matches. Nothing is routed by hand.
  *
- * Matching (decided where http.proto is silent; ../shared/transcoding.md §2):
- * - Routing runs on the RAW path; each variable is decoded on its own afterwards:
- *   single-segment variables fully (%2F becomes '/'), multi-segment (`**`) variables
- *   everything except %2F, which stays encoded so it cannot fake a segment boundary.
- * - Precedence, fixed at build time: the match with more literal segments wins, then the one
- *   with fewer `**`. So `GET /iam/v2beta1/groups` is ListGroups (not GetGroup with an empty
- *   uid), and `/repos/{uid=**}/readme` beats `/repos/{uid=**}`.
+ * Start-up fails (throws) on: a template outside the grammar; a template that does not start
+ * with a literal segment (the REST door shares its port with `/<package.Service>/<Method>`
+ * paths and claims only paths whose first segment is one of its literals); a variable naming
+ * an unknown field, or a path through a repeated, map or non-message field, or a leaf that is
+ * not a singular scalar or enum; a body that is not `*` or a singular top-level message field;
+ * an unknown response_body field; and two bindings with the same HTTP method, the same
+ * template shape (literals, `*`, `**`; variable names do not count) and the same verb — the
+ * error names both methods.
+ *
+ * Matching (http.proto leaves all of this open; ../shared/transcoding.md §2, §8):
+ * - Routing runs on the RAW path, split at '/'. Literal segments compare percent-decoded.
+ *   Each variable is decoded on its own after the match: single-segment variables fully
+ *   (`%2F` becomes '/'); multi-segment ones (`**` or a multi-segment pattern) decode
+ *   everything except `%2F`/`%2f`, which stays encoded (as `%2F`) so it can never pass for a
+ *   segment boundary (the HttpRule text, Envoy's behaviour).
+ * - Precedence is per segment, left to right: a literal beats `*`, which beats `**`; `**`
+ *   tries the fewest segments first, so a literal after it wins (`/repos/{uid=**}/readme`
+ *   beats `/repos/{uid=**}`), and a route ending exactly here beats a `**` that would match
+ *   zero segments (`GET /iam/v2beta1/groups` is ListGroups, not GetGroup with uid "").
  * - `**` may match zero segments: `POST /iam/v2beta1/groups` reaches `{parent=**}` with
- *   parent "" (creates an organization).
- * - A ':verb' suffix splits off only when some rule registers that verb, so values that
- *   contain ':' still route.
- * - One trailing '/' is ignored; an empty segment ('//') or a '.'/'..' segment inside a
- *   captured value is INVALID_ARGUMENT; a malformed escape too.
- * - Two rules with the same HTTP method, template shape and verb fail start-up.
+ *   parent "". The HTTP method takes part in matching: the best template that has the
+ *   request's method wins; only when none has it is the answer 405, with `Allow` listing
+ *   the methods of every template that matched the path.
+ * - A `:suffix` on the last segment is split off as a custom verb only when some binding
+ *   registers that verb (Envoy's rule), so ids containing ':' still route; a registered
+ *   verb that yields no route for the path falls back to treating the suffix as part of
+ *   the segment. An escaped colon (`%3A`) is never a verb separator.
+ * - One trailing '/' is ignored (`/v1/items/` is `/v1/items`), like Envoy; there is no
+ *   other normalisation.
+ * - INVALID_ARGUMENT (400), before any handler runs: an empty segment (`//`, or a second
+ *   trailing '/') or a malformed percent-escape anywhere in the path (field `path`, since
+ *   no request field is involved); a `.` or `..` segment, or an escape that is not UTF-8,
+ *   inside a captured value (field: the variable's proto path).
  */
-import { type DescField, type DescMessage, type DescMethodUnary, type DescService, getOption, hasOption } from "@bufbuild/protobuf";
-import { http } from "../../gen/google/api/annotations_pb.js";
-import type { HttpRule } from "../../gen/google/api/http_pb.js";
+import type { DescField, DescMessage, DescMethodUnary, DescService } from "@bufbuild/protobuf";
 import { invalidField } from "../errors/api-error.js";
+import { readHttpRules, type RouteSpec } from "./http-rule.js";
 import { type PathTemplate, parsePathTemplate } from "./path-template.js";
 
+/** One compiled HTTP binding. */
 export interface Route {
   readonly method: DescMethodUnary;
+  /** Upper-case HTTP method. */
   readonly httpMethod: string;
   readonly template: PathTemplate;
-  /** "" (no body), "*" (whole message) or a top-level field name. */
+  /** `""` (no body), `"*"` (whole request) or the top-level body field's proto name. */
   readonly body: string;
-  readonly bodyField: DescField | undefined;
+  /** The body field when `body` names one (always a singular message field). */
+  readonly bodyField: (DescField & { fieldKind: "message" }) | undefined;
+  /** The response field when the rule has a response_body. */
   readonly responseField: DescField | undefined;
-  /** For each template variable, the chain of fields from the request message to the leaf. */
+  /** Per template variable: the field chain from the request message to the bound leaf. */
   readonly variableFields: readonly (readonly DescField[])[];
+  /** Per template variable: its dotted proto path (`item.uid`); the keys of `vars`. */
+  readonly variablePaths: readonly string[];
+  /** The binding it was compiled from. */
+  readonly spec: RouteSpec;
 }
 
+/** Outcome of `RouteTable.match`. `vars` maps each variable's proto path to its decoded value. */
 export type RouteMatch =
-  | { readonly kind: "match"; readonly route: Route; readonly vars: readonly string[] }
+  | { readonly kind: "match"; readonly route: Route; readonly vars: Readonly<Record<string, string>> }
   | { readonly kind: "notFound" }
   | { readonly kind: "methodNotAllowed"; readonly allow: readonly string[] };
 
+/** The compiled table: immutable, shared by every request. */
 export interface RouteTable {
+  /** Every compiled binding, in declaration order. */
   readonly routes: readonly Route[];
-  /** True when the path's first segment belongs to some REST template. */
+  /**
+   * True when the path's first segment is the first literal of some template, i.e. the REST
+   * door should answer it (404/405 included). False leaves it to the RPC doors.
+   */
   handles(rawPath: string): boolean;
-  /** @throws ApiError INVALID_ARGUMENT for malformed paths. */
+  /**
+   * Matches a raw (still percent-encoded) path without its query string.
+   * @throws ApiError INVALID_ARGUMENT for malformed paths and captured values (module comment).
+   */
   match(httpMethod: string, rawPath: string): RouteMatch;
 }
 
-/** Builds the table. @throws Error on a bad template, unknown field or conflicting rules. */
+interface Node {
+  readonly literals: Map<string, Node>;
+  star: Node | undefined;
+  dstar: Node | undefined;
+  /** Routes that end at this node: verb ("" for none) → HTTP method → route. */
+  readonly ends: Map<string, Map<string, Route>>;
+}
+
+const newNode = (): Node => ({ literals: new Map(), star: undefined, dstar: undefined, ends: new Map() });
+
+/**
+ * Compiles the table for `services` (every unary method with a google.api.http rule).
+ * @throws Error naming the method and binding on any problem listed in the module comment.
+ */
 export function createRouteTable(services: readonly DescService[]): RouteTable {
-  const routes: Route[] = [];
-  const seen = new Map<string, string>();
-  for (const service of services) {
-    for (const method of service.methods) {
-      if (method.methodKind !== "unary" || !hasOption(method, http)) continue;
-      const rule = getOption(method, http);
-      for (const r of [rule, ...rule.additionalBindings]) {
-        const route = compileRule(method as DescMethodUnary, r);
-        if (!route) continue;
-        const key = `${route.httpMethod} ${route.template.parts.map((p) => (p.kind === "literal" ? p.value : p.kind === "star" ? "*" : "**")).join("/")}:${route.template.verb ?? ""}`;
-        const name = `${service.typeName}.${method.name}`;
-        const other = seen.get(key);
-        if (other) throw new Error(`conflicting HTTP rules: ${other} and ${name} both bind ${route.httpMethod} ${route.template.source}`);
-        seen.set(key, name);
-        routes.push(route);
+  const routes = readHttpRules(services).map(compileRoute);
+  const root = newNode();
+  const firstLiterals = new Set<string>();
+  const verbs = new Set<string>();
+  for (const route of routes) {
+    let node = root;
+    for (const part of route.template.parts) {
+      if (part.kind === "literal") {
+        const value = part.value as string;
+        let next = node.literals.get(value);
+        if (!next) node.literals.set(value, (next = newNode()));
+        node = next;
+      } else if (part.kind === "star") {
+        node = node.star ??= newNode();
+      } else {
+        node = node.dstar ??= newNode();
       }
     }
+    const verb = route.template.verb ?? "";
+    let byMethod = node.ends.get(verb);
+    if (!byMethod) node.ends.set(verb, (byMethod = new Map()));
+    const other = byMethod.get(route.httpMethod);
+    if (other) {
+      throw new Error(
+        `conflicting HTTP rules: ${other.spec.where} and ${route.spec.where} bind the same method, template and verb`,
+      );
+    }
+    byMethod.set(route.httpMethod, route);
+    firstLiterals.add(route.template.parts[0]?.value as string);
+    if (route.template.verb !== undefined) verbs.add(route.template.verb);
   }
-  const verbs = new Set(routes.map((r) => r.template.verb).filter((v): v is string => v !== undefined));
-  const firstLiterals = new Set(routes.map((r) => r.template.parts[0]?.value).filter((v): v is string => v !== undefined));
-  const byFirst = new Map<string, Route[]>();
-  for (const r of routes) {
-    const k = r.template.parts[0]?.value ?? "";
-    byFirst.set(k, [...(byFirst.get(k) ?? []), r]);
-  }
+  // Longest first, so a verb containing ':' is preferred over its own suffix.
+  const verbList = [...verbs].sort((a, b) => b.length - a.length);
 
   return {
     routes,
     handles(rawPath) {
-      const first = rawPath.split("/")[1]?.split(":")[0] ?? "";
-      return firstLiterals.has(first);
+      if (!rawPath.startsWith("/")) return false;
+      const first = rawPath.slice(1).split("/")[0] as string;
+      // The first segment may also be the last, carrying a verb: `/items:count`.
+      const candidates = [first];
+      for (let c = first.indexOf(":"); c > 0; c = first.indexOf(":", c + 1)) candidates.push(first.slice(0, c));
+      return candidates.some((c) => {
+        const decoded = lenientDecode(c);
+        return decoded !== undefined && firstLiterals.has(decoded);
+      });
     },
     match(httpMethod, rawPath) {
-      let path = rawPath;
-      if (path.length > 1 && path.endsWith("/")) path = path.slice(0, -1);
-      const segs = path.slice(1).split("/");
-      if (segs.some((s) => s === "")) throw invalidField("path", "must not contain empty segments");
-      for (const s of segs) if (!isWellEscaped(s)) throw invalidField("path", "contains a malformed percent-escape");
-      let verb: string | undefined;
-      const last = segs[segs.length - 1] as string;
-      const colon = last.lastIndexOf(":");
-      if (colon > 0 && verbs.has(last.slice(colon + 1))) {
-        verb = last.slice(colon + 1);
-        segs[segs.length - 1] = last.slice(0, colon);
+      if (!rawPath.startsWith("/") || rawPath === "/") return { kind: "notFound" };
+      let path = rawPath.slice(1);
+      if (path.endsWith("/")) path = path.slice(0, -1);
+      const segs = path.split("/");
+      for (const s of segs) {
+        if (s === "") throw invalidField("path", "must not contain empty segments");
+        if (!WELL_ESCAPED.test(s)) throw invalidField("path", "contains a malformed percent-escape");
       }
-      const decoded = segs.map(safeDecode);
-      let best: { route: Route; vars: string[]; score: number } | undefined;
       const allow = new Set<string>();
-      for (const route of byFirst.get(decoded[0] ?? "") ?? []) {
-        if (route.template.verb !== verb) continue;
-        const ranges = matchParts(route.template, decoded);
-        if (!ranges) continue;
-        if (route.httpMethod !== httpMethod) {
-          allow.add(route.httpMethod);
-          continue;
+      for (const { raw, verb } of verbSplits(segs, verbList)) {
+        const decoded = raw.map(lenientDecode);
+        for (const { node, ranges } of walk(root, decoded)) {
+          const byMethod = node.ends.get(verb);
+          if (!byMethod) continue;
+          const route = byMethod.get(httpMethod);
+          if (route) return { kind: "match", route, vars: captureVars(route, raw, ranges) };
+          for (const m of byMethod.keys()) allow.add(m);
         }
-        const score = specificity(route.template);
-        if (!best || score > best.score) best = { route, vars: captureVars(route.template, segs, ranges), score };
       }
-      if (best) return { kind: "match", route: best.route, vars: best.vars };
       if (allow.size > 0) return { kind: "methodNotAllowed", allow: [...allow].sort() };
       return { kind: "notFound" };
     },
   };
 }
 
-function compileRule(method: DescMethodUnary, rule: HttpRule): Route | undefined {
-  const p = rule.pattern;
-  if (!p.case) return undefined;
-  const httpMethod = p.case === "custom" ? p.value.kind.toUpperCase() : p.case.toUpperCase();
-  const source = p.case === "custom" ? p.value.path : p.value;
-  const template = parsePathTemplate(source);
-  const where = `${method.parent.typeName}.${method.name} (${httpMethod} ${source})`;
-  const variableFields = template.variables.map((v) => resolveLeafPath(method.input, v.fieldPath, where));
-  let bodyField: DescField | undefined;
-  if (rule.body !== "" && rule.body !== "*") {
-    bodyField = method.input.fields.find((f) => f.name === rule.body);
-    if (!bodyField || bodyField.fieldKind !== "message") throw new Error(`${where}: body ${rule.body} is not a message field`);
+function compileRoute(spec: RouteSpec): Route {
+  const fail = (why: string): never => {
+    throw new Error(`${spec.where}: ${why}`);
+  };
+  let template: PathTemplate;
+  try {
+    template = parsePathTemplate(spec.template);
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+  if (template.parts[0]?.kind !== "literal") fail("the template must start with a literal segment");
+  const input = spec.method.input;
+  const variableFields = template.variables.map((v) => resolveVariable(input, v.fieldPath, fail));
+  let bodyField: Route["bodyField"];
+  if (spec.body !== "" && spec.body !== "*") {
+    const field = input.fields.find((f) => f.name === spec.body);
+    if (!field) fail(`body names unknown field ${JSON.stringify(spec.body)}`);
+    if (field?.fieldKind !== "message") fail(`body field ${spec.body} must be a singular message field`);
+    bodyField = field as Route["bodyField"];
   }
   let responseField: DescField | undefined;
-  if (rule.responseBody !== "") {
-    responseField = method.output.fields.find((f) => f.name === rule.responseBody);
-    if (!responseField) throw new Error(`${where}: unknown response_body ${rule.responseBody}`);
+  if (spec.responseBody !== "") {
+    responseField = spec.method.output.fields.find((f) => f.name === spec.responseBody);
+    if (!responseField) fail(`response_body names unknown field ${JSON.stringify(spec.responseBody)}`);
   }
-  return { method, httpMethod, template, body: rule.body, bodyField, responseField, variableFields };
+  return {
+    method: spec.method,
+    httpMethod: spec.verb,
+    template,
+    body: spec.body,
+    bodyField,
+    responseField,
+    variableFields,
+    variablePaths: template.variables.map((v) => v.fieldPath.join(".")),
+    spec,
+  };
 }
 
-/** Resolves `a.b.c` to its field chain; the leaf must be a singular scalar or enum. */
-export function resolveLeafPath(message: DescMessage, path: readonly string[], where: string): DescField[] {
+/** Resolves `a.b.c` (proto names) to its field chain: singular messages, then a scalar/enum leaf. */
+function resolveVariable(message: DescMessage, path: readonly string[], fail: (why: string) => never): DescField[] {
+  const dotted = path.join(".");
   const chain: DescField[] = [];
-  let current: DescMessage | undefined = message;
+  let current: DescMessage = message;
   path.forEach((name, i) => {
-    const field: DescField | undefined = current?.fields.find((f) => f.name === name);
-    if (!field) throw new Error(`${where}: unknown field ${path.join(".")}`);
-    chain.push(field);
+    const field = current.fields.find((f) => f.name === name);
+    if (!field) fail(`variable ${dotted}: ${current.typeName} has no field ${JSON.stringify(name)}`);
+    chain.push(field as DescField);
     if (i < path.length - 1) {
-      if (field.fieldKind !== "message") throw new Error(`${where}: ${path.join(".")} does not lead through messages`);
-      current = field.message;
-    } else if (field.fieldKind !== "scalar" && field.fieldKind !== "enum") {
-      throw new Error(`${where}: ${path.join(".")} must be a singular scalar field`);
+      if (field?.fieldKind !== "message") fail(`variable ${dotted}: ${name} is not a singular message field`);
+      current = (field as DescField & { fieldKind: "message" }).message;
+    } else if (field?.fieldKind !== "scalar" && field?.fieldKind !== "enum") {
+      fail(`variable ${dotted} must name a singular scalar or enum field`);
     }
   });
   return chain;
 }
 
-/** Matches parts against decoded segments; returns [start, end) per part, or undefined. */
-function matchParts(t: PathTemplate, segs: readonly string[]): [number, number][] | undefined {
-  const ranges: [number, number][] = [];
-  const go = (pi: number, si: number): boolean => {
-    if (pi === t.parts.length) return si === segs.length;
-    const part = t.parts[pi] as (typeof t.parts)[number];
-    if (part.kind === "literal") {
-      if (si < segs.length && segs[si] === part.value) {
-        ranges[pi] = [si, si + 1];
-        return go(pi + 1, si + 1);
-      }
-      return false;
-    }
-    if (part.kind === "star") {
-      if (si < segs.length) {
-        ranges[pi] = [si, si + 1];
-        return go(pi + 1, si + 1);
-      }
-      return false;
-    }
-    for (let end = segs.length; end >= si; end--) {
-      ranges[pi] = [si, end];
-      if (go(pi + 1, end)) return true;
-    }
-    return false;
-  };
-  return go(0, 0) ? ranges : undefined;
-}
+const WELL_ESCAPED = /^(?:[^%]|%[0-9A-Fa-f]{2})*$/;
 
-function specificity(t: PathTemplate): number {
-  let literals = 0;
-  let dstars = 0;
-  for (const p of t.parts) {
-    if (p.kind === "literal") literals++;
-    if (p.kind === "dstar") dstars++;
+/** The ways to read the last segment: with each registered verb split off, then as it is. */
+function* verbSplits(segs: readonly string[], verbs: readonly string[]): Generator<{ raw: string[]; verb: string }> {
+  const last = segs[segs.length - 1] as string;
+  for (const verb of verbs) {
+    if (last.length > verb.length + 1 && last.endsWith(`:${verb}`)) {
+      yield { raw: [...segs.slice(0, -1), last.slice(0, -verb.length - 1)], verb };
+    }
   }
-  return literals * 100 - dstars;
+  yield { raw: [...segs], verb: "" };
 }
 
-function captureVars(t: PathTemplate, rawSegs: readonly string[], ranges: readonly [number, number][]): string[] {
-  return t.variables.map((v, index) => {
-    let start = Number.POSITIVE_INFINITY;
-    let end = -1;
-    t.parts.forEach((p, pi) => {
-      if (p.variable === index) {
-        const r = ranges[pi] as [number, number];
-        start = Math.min(start, r[0]);
-        end = Math.max(end, r[1]);
+/**
+ * Depth-first over the trie in precedence order, yielding every node where the path ends.
+ * `ranges[d]` is the [start, end) of the segments consumed by the part at depth d; it is only
+ * valid while the consumer handles the yielded value.
+ */
+function* walk(root: Node, segs: readonly (string | undefined)[]): Generator<{ node: Node; ranges: [number, number][] }> {
+  const ranges: [number, number][] = [];
+  function* visit(node: Node, i: number, depth: number): Generator<{ node: Node; ranges: [number, number][] }> {
+    if (i === segs.length) {
+      if (node.ends.size > 0) yield { node, ranges };
+    } else {
+      const seg = segs[i];
+      const literal = seg === undefined ? undefined : node.literals.get(seg);
+      if (literal) {
+        ranges[depth] = [i, i + 1];
+        yield* visit(literal, i + 1, depth + 1);
       }
-    });
-    const raw = end < start ? [] : rawSegs.slice(start, end);
-    for (const s of raw) {
-      const d = safeDecode(s);
-      if (d === "." || d === "..") throw invalidField(v.fieldPath.join("."), "must not contain '.' or '..' path segments");
+      if (node.star) {
+        ranges[depth] = [i, i + 1];
+        yield* visit(node.star, i + 1, depth + 1);
+      }
     }
-    if (!v.multiSegment) return safeDecode(raw.join("/"));
-    // Keep %2F encoded inside multi-segment values; decode everything else.
-    return raw.map((s) => s.split(/%2F/i).map(safeDecode).join("%2F")).join("/");
+    if (node.dstar) {
+      for (let end = i; end <= segs.length; end++) {
+        ranges[depth] = [i, end];
+        yield* visit(node.dstar, end, depth + 1);
+      }
+    }
+  }
+  yield* visit(root, 0, 0);
+}
+
+function captureVars(route: Route, raw: readonly string[], ranges: readonly [number, number][]): Record<string, string> {
+  const vars: Record<string, string> = {};
+  route.template.variables.forEach((v, index) => {
+    const name = route.variablePaths[index] as string;
+    const start = (ranges[v.firstPart] as [number, number])[0];
+    const end = (ranges[v.lastPart] as [number, number])[1];
+    const segs = raw.slice(start, end);
+    const decode = (s: string): string => {
+      const d = lenientDecode(s);
+      if (d === undefined) throw invalidField(name, "contains a percent-escape that is not UTF-8");
+      return d;
+    };
+    for (const s of segs) {
+      const d = decode(s);
+      if (d === "." || d === "..") throw invalidField(name, "must not contain '.' or '..' path segments");
+    }
+    vars[name] = v.multiSegment
+      ? segs.map((s) => s.split(/%2F/i).map(decode).join("%2F")).join("/")
+      : decode(segs.join("/"));
   });
+  return vars;
 }
 
-function isWellEscaped(s: string): boolean {
-  return !/%(?![0-9A-Fa-f]{2})/.test(s);
-}
-
-function safeDecode(s: string): string {
+/** decodeURIComponent, or undefined when the escapes are malformed or not UTF-8. */
+function lenientDecode(s: string): string | undefined {
+  if (!s.includes("%")) return s;
   try {
     return decodeURIComponent(s);
   } catch {
-    throw invalidField("path", "contains an invalid percent-escape");
+    return undefined;
   }
 }
