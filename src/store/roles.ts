@@ -1,19 +1,218 @@
 /**
- * Roles repository. STUB: filled in by the issue-4 work (see src/store/groups.ts for the
- * pattern: async functions, one BEGIN IMMEDIATE transaction per multi-row invariant,
- * ApiErrors, no proto types).
+ * Roles repository: every read and write of the `roles` table, and the built-in roles.
+ *
+ * Built-in roles are roots (no parent, `built_in` set) with deterministic uids, written by
+ * `ensureBuiltInRoles` at start-up and never changed through the API. Custom roles live under
+ * a group (uid = group uid + "/" + 16 hex). Capabilities are a JSON array of Capability
+ * numbers. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
+ * ApiErrors; no proto types enter here.
  */
-import type { Db } from "./db.js";
+import { count, eq, sql } from "drizzle-orm";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import { failedPrecondition, notFound } from "../errors/api-error.js";
+import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
+import { type Db, writeTransaction } from "./db.js";
+import { requireGroup } from "./identity-providers.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
+import { newUidp } from "./uidp.js";
 
-// biome-ignore lint/suspicious/noEmptyInterface: filled in by the issue-4 work
-export interface RolesRepository {}
+export interface RoleRecord {
+  readonly uid: string;
+  /** null for a built-in role. */
+  readonly parentUid: string | null;
+  readonly name: string;
+  readonly description: string;
+  /** Capability numbers. */
+  readonly capabilities: readonly number[];
+  readonly builtIn: boolean;
+  readonly createTime: number;
+  readonly updateTime: number;
+}
 
-export function createRolesRepository(_db: Db): RolesRepository {
-  return {};
+export interface NewRole {
+  readonly parentUid: string;
+  readonly name: string;
+  readonly description: string;
+  /** Capability numbers, already validated and de-duplicated. */
+  readonly capabilities: readonly number[];
+}
+
+/** Fields an update may change (each the complete new value). */
+export interface RoleChanges {
+  readonly name?: string;
+  readonly description?: string;
+  readonly capabilities?: readonly number[];
+}
+
+/** Each order a role list can take → its record field, also its column's key on the table. */
+const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
+export type RoleOrder = keyof typeof ORDER_FIELDS;
+
+export interface RoleListFilter {
+  readonly uidp: UidpFilter;
+  /** Exact, case-sensitive name. */
+  readonly name?: string;
 }
 
 /**
- * Creates or refreshes the built-in roles (root-level, deterministic uids) so they exist in
- * every database from the first start. STUB until the issue-4 work.
+ * What keeps a role from being deleted, checked in this order. Bindings and invites hold a
+ * foreign key on the role; an identity provider's default role does not, but deleting it
+ * would leave the provider granting a role that no longer exists.
  */
-export async function ensureBuiltInRoles(_db: Db, _now: number): Promise<void> {}
+const USES: readonly { table: SQLiteTable; column: SQLiteColumn; description: string }[] = [
+  { table: roleBindings, column: roleBindings.roleUid, description: "cannot delete role with role bindings" },
+  { table: groupInvites, column: groupInvites.roleUid, description: "cannot delete role with group invites" },
+  {
+    table: identityProviders,
+    column: identityProviders.defaultRole,
+    description: "cannot delete role that is the default role of an identity provider",
+  },
+];
+
+export interface RolesRepository {
+  get(uid: string): Promise<RoleRecord | undefined>;
+  /** Inserts a custom role with a fresh uid under its group. @throws NOT_FOUND when the group does not exist. */
+  create(role: NewRole, now: number): Promise<RoleRecord>;
+  /**
+   * Applies `changes` to a custom role and bumps update_time.
+   * @throws NOT_FOUND; FAILED_PRECONDITION (BUILT_IN_ROLE) for a built-in role.
+   */
+  update(uid: string, changes: RoleChanges, now: number): Promise<RoleRecord>;
+  /**
+   * Deletes a custom role that nothing uses, in one transaction with the checks.
+   * @throws NOT_FOUND; FAILED_PRECONDITION BUILT_IN_ROLE for a built-in role, RESOURCE_IN_USE
+   * while a role binding, group invite or identity provider refers to it.
+   */
+  delete(uid: string): Promise<void>;
+  list(filter: RoleListFilter, page: KeysetQuery<RoleOrder>): Promise<RoleRecord[]>;
+  count(filter: RoleListFilter): Promise<number>;
+}
+
+export function createRolesRepository(db: Db): RolesRepository {
+  const getStmt = db.select().from(roles).where(eq(roles.uid, sql.placeholder("uid"))).prepare();
+
+  const where = (f: RoleListFilter) =>
+    allOf([...uidpConditions(roles.uid, roles.parentUid, f.uidp), f.name !== undefined ? eq(roles.name, f.name) : undefined]);
+
+  /** The role as a mutation sees it. @throws NOT_FOUND; FAILED_PRECONDITION for a built-in role. */
+  const requireCustomRole = (tx: Db, uid: string, verb: string): RoleRow => {
+    const existing = tx.select().from(roles).where(eq(roles.uid, uid)).get();
+    if (!existing) throw notFound("role", uid);
+    if (existing.builtIn) {
+      throw failedPrecondition({ type: "BUILT_IN_ROLE", subject: uid, description: `cannot ${verb} a built-in role` });
+    }
+    return existing;
+  };
+
+  return {
+    async get(uid) {
+      const row = getStmt.get({ uid });
+      return row && toRecord(row);
+    },
+
+    async create(role, now) {
+      return writeTransaction(db, (tx) => {
+        requireGroup(tx, role.parentUid);
+        const row: RoleRow = {
+          uid: newUidp(role.parentUid),
+          parentUid: role.parentUid,
+          name: role.name,
+          description: role.description,
+          capabilities: JSON.stringify(role.capabilities),
+          builtIn: false,
+          createTime: now,
+          updateTime: now,
+        };
+        tx.insert(roles).values(row).run();
+        return toRecord(row);
+      });
+    },
+
+    async update(uid, changes, now) {
+      return writeTransaction(db, (tx) => {
+        requireCustomRole(tx, uid, "update");
+        const { capabilities, ...own } = changes;
+        tx.update(roles)
+          .set({ ...own, ...(capabilities && { capabilities: JSON.stringify(capabilities) }), updateTime: now })
+          .where(eq(roles.uid, uid))
+          .run();
+        return toRecord(tx.select().from(roles).where(eq(roles.uid, uid)).get() as RoleRow);
+      });
+    },
+
+    async delete(uid) {
+      writeTransaction(db, (tx) => {
+        requireCustomRole(tx, uid, "delete");
+        for (const use of USES) {
+          if (tx.select({ one: sql`1` }).from(use.table).where(eq(use.column, uid)).limit(1).get()) {
+            throw failedPrecondition({ type: "RESOURCE_IN_USE", subject: uid, description: use.description });
+          }
+        }
+        tx.delete(roles).where(eq(roles.uid, uid)).run();
+      });
+    },
+
+    async list(filter, page) {
+      const col = roles[ORDER_FIELDS[page.order]];
+      const ks = keysetClauses(col, roles.uid, page, page.order === "uid");
+      return db
+        .select()
+        .from(roles)
+        .where(allOf([where(filter), ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset)
+        .all()
+        .map(toRecord);
+    },
+
+    async count(filter) {
+      const r = db.select({ n: count() }).from(roles).where(where(filter)).get();
+      return r?.n ?? 0;
+    },
+  };
+}
+
+/** The cursor value of a row for an order. */
+export function roleOrderValue(row: RoleRecord, order: RoleOrder): string | number {
+  return row[ORDER_FIELDS[order]];
+}
+
+/**
+ * Creates or refreshes the built-in roles (root-level, deterministic uids, see
+ * builtin-roles.ts) so they exist in every database from the first start. In one transaction:
+ * a missing role is inserted; one whose name, description, capabilities or built-in mark
+ * differ from the definition is rewritten (update_time = now); an up-to-date one is left
+ * alone, so running it again changes nothing. A built-in role that a later release drops from
+ * the list is left in place (bindings may still use it).
+ */
+export async function ensureBuiltInRoles(db: Db, now: number): Promise<void> {
+  writeTransaction(db, (tx) => {
+    for (const def of BUILT_IN_ROLES) {
+      const uid = builtInRoleUid(def.name);
+      const wanted = { name: def.name, description: def.description, capabilities: JSON.stringify(def.capabilities), builtIn: true };
+      const existing = tx.select().from(roles).where(eq(roles.uid, uid)).get();
+      if (!existing) {
+        tx.insert(roles)
+          .values({ uid, parentUid: null, ...wanted, createTime: now, updateTime: now })
+          .run();
+      } else if (
+        existing.name !== wanted.name ||
+        existing.description !== wanted.description ||
+        existing.capabilities !== wanted.capabilities ||
+        !existing.builtIn ||
+        existing.parentUid !== null
+      ) {
+        tx.update(roles)
+          .set({ ...wanted, parentUid: null, updateTime: now })
+          .where(eq(roles.uid, uid))
+          .run();
+      }
+    }
+  });
+}
+
+function toRecord(row: RoleRow): RoleRecord {
+  return { ...row, capabilities: JSON.parse(row.capabilities) as number[] };
+}

@@ -1,0 +1,134 @@
+/**
+ * Built-in roles at the store level: the capability table mirrors the generated enum and
+ * holds nothing internal, `ensureBuiltInRoles` inserts, refreshes and is idempotent, and a
+ * role still used by a group invite cannot be deleted.
+ */
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { getOption, hasOption } from "@bufbuild/protobuf";
+import { eq } from "drizzle-orm";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Capability, CapabilitySchema, internal_only } from "../../gen/chainguard/capabilities/capabilities_pb.js";
+import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
+import { grantableCapability } from "../../src/services/iam/roles.js";
+import { BUILT_IN_ROLES, builtInRoleUid, CAPABILITY_NUMBERS } from "../../src/store/builtin-roles.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
+import { createGroupsRepository } from "../../src/store/groups.js";
+import { createRolesRepository, ensureBuiltInRoles } from "../../src/store/roles.js";
+import { groupInvites, roles } from "../../src/store/schema.js";
+
+const NOW = 1_800_000_000_000;
+
+let dir: string;
+let opened: OpenedDatabase;
+
+const builtInRows = () =>
+  opened.db
+    .select()
+    .from(roles)
+    .where(eq(roles.builtIn, true))
+    .all()
+    .sort((a, b) => a.uid.localeCompare(b.uid));
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-roles-"));
+  opened = openDatabase(dir);
+});
+afterEach(() => {
+  opened.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the built-in role definitions", () => {
+  it("name capabilities exactly as the generated enum does, none internal", () => {
+    for (const [name, number] of Object.entries(CAPABILITY_NUMBERS)) {
+      expect(Capability[number as Capability], name).toBe(name);
+      const value = CapabilitySchema.values.find((v) => v.number === number);
+      expect(value && hasOption(value, internal_only) && getOption(value, internal_only), name).toBeFalsy();
+    }
+  });
+
+  it("hold only capabilities a custom role could hold, and the published names", () => {
+    for (const role of BUILT_IN_ROLES) {
+      expect(role.capabilities.length, role.name).toBeGreaterThan(0);
+      expect(role.capabilities.filter((c) => !grantableCapability(c)), role.name).toEqual([]);
+      expect(new Set(role.capabilities).size).toBe(role.capabilities.length);
+      expect(role.description).toMatch(/^[A-Z][A-Za-z ]+ Role \(built-in\)$/);
+    }
+    const names = BUILT_IN_ROLES.map((r) => r.name);
+    for (const name of ["owner", "editor", "viewer", "console_viewer", "registry.pull", "registry.push", "registry.pull_token_creator", "apk.pull"]) {
+      expect(names).toContain(name);
+    }
+    for (const name of ["advisories.viewer", "advisories.creator", "advisories.approver", "advisories.admin"]) expect(names).toContain(name);
+    const caps = (name: string) => new Set(BUILT_IN_ROLES.find((r) => r.name === name)?.capabilities);
+    expect(BUILT_IN_ROLES.find((r) => r.name === "viewer")?.description).toBe("Viewer Role (built-in)");
+    // Bundle relations from the SDK: viewer ⊂ editor ⊂ owner; console_viewer has no blob reads.
+    for (const c of caps("viewer")) expect(caps("editor").has(c)).toBe(true);
+    for (const c of caps("editor")) expect(caps("owner").has(c)).toBe(true);
+    expect(caps("console_viewer").has(Capability.CAP_REPO_BLOBS_GET)).toBe(false);
+    expect(caps("viewer").has(Capability.CAP_REPO_BLOBS_GET)).toBe(true);
+    expect(caps("editor").has(Capability.CAP_TAG_CREATE)).toBe(false);
+    expect(caps("registry.push").has(Capability.CAP_TAG_CREATE)).toBe(true);
+    expect(caps("owner").has(Capability.CAP_ADVISORIES_CREATE)).toBe(false);
+    expect(caps("registry.pull_token_creator").has(Capability.CAP_IAM_IDENTITY_LIST)).toBe(false);
+    expect([...caps("advisories.admin")].sort()).toEqual(
+      [Capability.CAP_ADVISORIES_LIST, Capability.CAP_ADVISORIES_CREATE, Capability.CAP_ADVISORIES_UPDATE, Capability.CAP_ADVISORIES_APPROVE, Capability.CAP_ADVISORIES_DELETE].sort(),
+    );
+  });
+
+  it("derive root uids from sha256 of the name", () => {
+    const expected = createHash("sha256").update("trellis/builtin-role/viewer").digest("hex").slice(0, 40);
+    expect(builtInRoleUid("viewer")).toBe(expected);
+    expect(expected).toMatch(/^[0-9a-f]{40}$/);
+  });
+});
+
+describe("ensureBuiltInRoles", () => {
+  it("inserts every built-in role once and is idempotent", async () => {
+    expect(builtInRows()).toEqual([]);
+    await ensureBuiltInRoles(opened.db, NOW);
+    const first = builtInRows();
+    expect(first.map((r) => r.uid).sort()).toEqual(BUILT_IN_ROLES.map((r) => builtInRoleUid(r.name)).sort());
+    expect(first.every((r) => r.parentUid === null && r.createTime === NOW && r.updateTime === NOW)).toBe(true);
+    await ensureBuiltInRoles(opened.db, NOW + 1000);
+    expect(builtInRows()).toEqual(first);
+  });
+
+  it("restores a changed or missing built-in role", async () => {
+    await ensureBuiltInRoles(opened.db, NOW);
+    const viewer = builtInRoleUid("viewer");
+    const owner = builtInRoleUid("owner");
+    opened.db.update(roles).set({ description: "tampered", capabilities: "[103]" }).where(eq(roles.uid, viewer)).run();
+    opened.db.delete(roles).where(eq(roles.uid, owner)).run();
+    await ensureBuiltInRoles(opened.db, NOW + 5);
+    const rows = builtInRows();
+    const v = rows.find((r) => r.uid === viewer);
+    expect(v).toMatchObject({ description: "Viewer Role (built-in)", createTime: NOW, updateTime: NOW + 5 });
+    expect(JSON.parse(v?.capabilities ?? "[]")).toEqual(BUILT_IN_ROLES.find((r) => r.name === "viewer")?.capabilities);
+    expect(rows.find((r) => r.uid === owner)).toMatchObject({ name: "owner", createTime: NOW + 5 });
+    expect(rows.filter((r) => r.uid !== viewer && r.uid !== owner).every((r) => r.updateTime === NOW)).toBe(true);
+  });
+});
+
+describe("deleting a role", () => {
+  it("is refused while a group invite grants it (RESOURCE_IN_USE), and built-ins never", async () => {
+    await ensureBuiltInRoles(opened.db, NOW);
+    const repo = createRolesRepository(opened.db);
+    const org = (await createGroupsRepository(opened.db).create({ parentUid: null, name: "org", description: "", verified: false, kind: 0 }, NOW)).uid;
+    const role = await repo.create({ parentUid: org, name: "member", description: "", capabilities: [103] }, NOW);
+    opened.db
+      .insert(groupInvites)
+      .values({ uid: `${org}/0123456789abcdef`, parentUid: org, roleUid: role.uid, codeHash: "h", keyId: "k", expirationTime: NOW + 1, createTime: NOW })
+      .run();
+    const err = await repo.delete(role.uid).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe(GrpcCode.FailedPrecondition);
+    expect((err as ApiError).preconditionViolations[0]).toMatchObject({ type: "RESOURCE_IN_USE", description: "cannot delete role with group invites" });
+    expect(await repo.get(role.uid)).toBeDefined();
+
+    const builtIn = await repo.delete(builtInRoleUid("viewer")).catch((e: unknown) => e);
+    expect((builtIn as ApiError).preconditionViolations[0]?.type).toBe("BUILT_IN_ROLE");
+  });
+});
