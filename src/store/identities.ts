@@ -1,13 +1,268 @@
 /**
- * Identities repository. STUB: filled in by the issue-4 work (see src/store/groups.ts for the
- * pattern: async functions, one BEGIN IMMEDIATE transaction per multi-row invariant,
- * ApiErrors, no proto types).
+ * Identities repository: every read and write of the `identities` table.
+ *
+ * An assumable identity lives under a group (uid = group uid + "/" + 16 hex); user identities
+ * (made by login, issue 5) are roots. The relationship (how a token proves it is this
+ * identity) is one JSON column in the store's own shape (`Relationship`), with its
+ * RelationshipType number in `relationship_type` for filtering, and the exact issuer/subject
+ * of a claim match or static keys copied to `claim_issuer`/`claim_subject` (indexed, and read
+ * by role-binding hydration). Every check-then-write runs in one BEGIN IMMEDIATE transaction;
+ * errors are ApiErrors; no proto types enter here.
  */
-import type { Db } from "./db.js";
+import { count, eq, sql } from "drizzle-orm";
+import { notFound } from "../errors/api-error.js";
+import { type Db, writeTransaction } from "./db.js";
+import { requireGroup } from "./identity-providers.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { identities, type IdentityRow, roleBindings } from "./schema.js";
+import { newUidp } from "./uidp.js";
 
-// biome-ignore lint/suspicious/noEmptyInterface: filled in by the issue-4 work
-export interface IdentitiesRepository {}
+/** A value matched exactly, or by an RE2 pattern that must match the whole value. */
+export type StringMatch = { readonly exact: string } | { readonly pattern: string };
 
-export function createIdentitiesRepository(_db: Db): IdentitiesRepository {
-  return {};
+/** OIDC claim matching: issuer and subject required, audience optional. */
+export interface ClaimMatchRelationship {
+  readonly kind: "claim_match";
+  readonly issuer: StringMatch;
+  readonly subject: StringMatch;
+  readonly audience?: StringMatch;
+  /** Claim name → exact value. */
+  readonly claims: Readonly<Record<string, string>>;
+  /** Claim name → RE2 pattern (full match). */
+  readonly claimPatterns: Readonly<Record<string, string>>;
+}
+
+/** Tokens signed by pre-registered keys. */
+export interface StaticKeysRelationship {
+  readonly kind: "static_keys";
+  readonly issuer: string;
+  readonly subject: string;
+  /** The JWKS JSON document, as given. */
+  readonly issuerKeys: string;
+  /** ms since the epoch. */
+  readonly expirationTime: number;
+  /** At most one; when set it replaces the server's allowed audiences. */
+  readonly audiences: readonly string[];
+}
+
+/** An AWS IAM principal. */
+export interface AwsIdentityRelationship {
+  readonly kind: "aws_identity";
+  /** 12 digits. */
+  readonly awsAccount: string;
+  readonly arn?: StringMatch;
+  readonly userId?: StringMatch;
+}
+
+/** Reserved for a platform service. */
+export interface ServicePrincipalRelationship {
+  readonly kind: "service_principal";
+  /** ServicePrincipal number (never UNSPECIFIED). */
+  readonly servicePrincipal: number;
+}
+
+export type Relationship =
+  | ClaimMatchRelationship
+  | StaticKeysRelationship
+  | AwsIdentityRelationship
+  | ServicePrincipalRelationship;
+export type RelationshipKind = Relationship["kind"];
+
+/** The `relationship_type` column: the RelationshipType number of each kind (0 = none). */
+export const RELATIONSHIP_TYPES: Readonly<Record<RelationshipKind, number>> = {
+  claim_match: 1,
+  static_keys: 2,
+  aws_identity: 3,
+  service_principal: 4,
+};
+
+export interface IdentityRecord {
+  readonly uid: string;
+  /** null for a user identity (a root). */
+  readonly parentUid: string | null;
+  readonly name: string;
+  readonly description: string;
+  /** Verified email, set by login. */
+  readonly email: string;
+  readonly emailUnverified: string;
+  readonly company: string;
+  /** Absent for a user identity that has none. */
+  readonly relationship?: Relationship;
+  /** ms since the epoch; absent until the identity is first used. */
+  readonly lastSeenTime?: number;
+  readonly createTime: number;
+  readonly updateTime: number;
+}
+
+export interface NewIdentity {
+  readonly parentUid: string;
+  readonly name: string;
+  readonly description: string;
+  readonly company: string;
+  readonly relationship: Relationship;
+}
+
+/** Fields an update may change (each the complete new value). */
+export interface IdentityChanges {
+  readonly name?: string;
+  readonly description?: string;
+  readonly company?: string;
+  readonly relationship?: Relationship;
+}
+
+/** Each order an identity list can take → its record field, also its column's key on the table. */
+const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
+export type IdentityOrder = keyof typeof ORDER_FIELDS;
+
+export interface IdentityListFilter {
+  readonly uidp: UidpFilter;
+  /** Exact, case-sensitive name. */
+  readonly name?: string;
+  /** Only identities with this kind of relationship. */
+  readonly kind?: RelationshipKind;
+}
+
+export interface IdentitiesRepository {
+  get(uid: string): Promise<IdentityRecord | undefined>;
+  /** Inserts an identity with a fresh uid under its group. @throws NOT_FOUND when the group does not exist. */
+  create(identity: NewIdentity, now: number): Promise<IdentityRecord>;
+  /**
+   * Reads the identity, asks `plan` for the changes (it may throw an ApiError, e.g. when the
+   * change would leave no relationship) and writes them, in one transaction; bumps update_time.
+   * @throws NOT_FOUND.
+   */
+  update(uid: string, plan: (current: IdentityRecord) => IdentityChanges, now: number): Promise<IdentityRecord>;
+  /** Deletes the identity and its role bindings in one transaction. @throws NOT_FOUND. */
+  delete(uid: string): Promise<void>;
+  list(filter: IdentityListFilter, page: KeysetQuery<IdentityOrder>): Promise<IdentityRecord[]>;
+  count(filter: IdentityListFilter): Promise<number>;
+  /**
+   * Records that the identity was just used (token exchange, login): sets last_seen_time,
+   * leaving update_time alone since the resource did not change. Returns false when there is
+   * no such identity.
+   */
+  touchLastSeen(uid: string, now: number): Promise<boolean>;
+}
+
+export function createIdentitiesRepository(db: Db): IdentitiesRepository {
+  const getStmt = db.select().from(identities).where(eq(identities.uid, sql.placeholder("uid"))).prepare();
+  const touchStmt = db
+    .update(identities)
+    .set({ lastSeenTime: sql.placeholder("now") as unknown as number })
+    .where(eq(identities.uid, sql.placeholder("uid")))
+    .prepare();
+
+  const where = (f: IdentityListFilter) =>
+    allOf([
+      ...uidpConditions(identities.uid, identities.parentUid, f.uidp),
+      f.name !== undefined ? eq(identities.name, f.name) : undefined,
+      f.kind !== undefined ? eq(identities.relationshipType, RELATIONSHIP_TYPES[f.kind]) : undefined,
+    ]);
+
+  return {
+    async get(uid) {
+      const row = getStmt.get({ uid });
+      return row && toRecord(row);
+    },
+
+    async create(identity, now) {
+      return writeTransaction(db, (tx) => {
+        requireGroup(tx, identity.parentUid);
+        const row: IdentityRow = {
+          uid: newUidp(identity.parentUid),
+          parentUid: identity.parentUid,
+          name: identity.name,
+          description: identity.description,
+          email: "",
+          emailUnverified: "",
+          company: identity.company,
+          ...relationshipColumns(identity.relationship),
+          lastSeenTime: null,
+          createTime: now,
+          updateTime: now,
+        };
+        tx.insert(identities).values(row).run();
+        return toRecord(row);
+      });
+    },
+
+    async update(uid, plan, now) {
+      return writeTransaction(db, (tx) => {
+        const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
+        if (!existing) throw notFound("identity", uid);
+        const { relationship, ...own } = plan(toRecord(existing));
+        tx.update(identities)
+          .set({ ...own, ...(relationship && relationshipColumns(relationship)), updateTime: now })
+          .where(eq(identities.uid, uid))
+          .run();
+        return toRecord(tx.select().from(identities).where(eq(identities.uid, uid)).get() as IdentityRow);
+      });
+    },
+
+    async delete(uid) {
+      writeTransaction(db, (tx) => {
+        tx.delete(roleBindings).where(eq(roleBindings.identityUid, uid)).run();
+        const result = tx.delete(identities).where(eq(identities.uid, uid)).run();
+        // Nothing was written when the identity did not exist (it had no bindings either).
+        if (result.changes === 0) throw notFound("identity", uid);
+      });
+    },
+
+    async list(filter, page) {
+      const col = identities[ORDER_FIELDS[page.order]];
+      const ks = keysetClauses(col, identities.uid, page, page.order === "uid");
+      return db
+        .select()
+        .from(identities)
+        .where(allOf([where(filter), ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset)
+        .all()
+        .map(toRecord);
+    },
+
+    async count(filter) {
+      const r = db.select({ n: count() }).from(identities).where(where(filter)).get();
+      return r?.n ?? 0;
+    },
+
+    async touchLastSeen(uid, now) {
+      return touchStmt.run({ uid, now }).changes > 0;
+    },
+  };
+}
+
+/** The cursor value of a row for an order. */
+export function identityOrderValue(row: IdentityRecord, order: IdentityOrder): string | number {
+  return row[ORDER_FIELDS[order]];
+}
+
+/** The columns that hold a relationship. */
+function relationshipColumns(r: Relationship): Pick<IdentityRow, "relationshipType" | "relationship" | "claimIssuer" | "claimSubject"> {
+  const exact = (m: StringMatch | undefined) => (m !== undefined && "exact" in m ? m.exact : null);
+  return {
+    relationshipType: RELATIONSHIP_TYPES[r.kind],
+    relationship: JSON.stringify(r),
+    claimIssuer: r.kind === "static_keys" ? r.issuer : r.kind === "claim_match" ? exact(r.issuer) : null,
+    claimSubject: r.kind === "static_keys" ? r.subject : r.kind === "claim_match" ? exact(r.subject) : null,
+  };
+}
+
+function toRecord(row: IdentityRow): IdentityRecord {
+  // "{}" (the column default) is a user identity without a relationship.
+  const relationship = JSON.parse(row.relationship) as Partial<Relationship>;
+  return {
+    uid: row.uid,
+    parentUid: row.parentUid,
+    name: row.name,
+    description: row.description,
+    email: row.email,
+    emailUnverified: row.emailUnverified,
+    company: row.company,
+    ...(relationship.kind !== undefined && { relationship: relationship as Relationship }),
+    ...(row.lastSeenTime !== null && { lastSeenTime: row.lastSeenTime }),
+    createTime: row.createTime,
+    updateTime: row.updateTime,
+  };
 }

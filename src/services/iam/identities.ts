@@ -1,11 +1,309 @@
 /**
- * chainguard.platform.iam.v2beta1.IdentitiesService. STUB: filled in by the issue-4 work; until
- * then every method answers UNIMPLEMENTED (call-pipeline.ts). See ./groups.ts for the pattern.
+ * chainguard.platform.iam.v2beta1.IdentitiesService: identities that tokens can assume.
+ *
+ * Handlers validate, call the repository (src/store/identities.ts), convert. Decisions where
+ * the published surface is silent:
+ * - `parent` is an existing group's exact UIDP (malformed: INVALID_ARGUMENT `parent`;
+ *   missing: NOT_FOUND). uid = parent + "/" + 16 hex.
+ * - `name` follows the group name rules (3–63 characters of `^[a-z0-9 ._-]{1,}$`);
+ *   `description` the description rules; `company` is free text of at most 512 characters.
+ * - Exactly one member of `relationship` is set, and `service_principal` is not UNSPECIFIED;
+ *   otherwise INVALID_ARGUMENT on `relationship`.
+ * - claim_match (claim-match.ts): one of issuer/issuer_pattern and one of
+ *   subject/subject_pattern are required (violations on `claim_match.issuer` /
+ *   `claim_match.subject`); an exact issuer is an https URL (http only on loopback hosts); every
+ *   pattern is RE2, compiled with re2js and matched against the whole value. An empty member of
+ *   an optional pair (audience, arn, user_id) counts as unset.
+ * - static_keys: issuer, subject and issuer_keys are required; issuer_keys is a JWKS
+ *   (`{"keys":[…]}`, at least one key, each with a `kty`, none with private or symmetric key
+ *   material, at most 64 KiB); expiration_time defaults to now + 365 days and must be in the
+ *   future and at most 365 days away; at most one audience. The static-keys issuer is only
+ *   compared with the token's `iss` (never fetched), so it need not be a URL.
+ * - aws_identity: aws_account is exactly 12 digits; arn/arn_pattern and user_id/user_id_pattern
+ *   are optional, patterns RE2.
+ * - email, email_unverified and last_seen_time are output only: ignored on create and update;
+ *   login and the token exchange set them (the store's `touchLastSeen`).
+ * - Update: mutable top-level fields are name, description, company, claim_match,
+ *   static_keys, aws_identity and service_principal. A relationship path replaces the
+ *   relationship as a whole with the given member (validated as on create); naming the current
+ *   kind without giving it (which would leave none) is INVALID_ARGUMENT `relationship`. A REST
+ *   mask inferred from the body (`claim_match.issuer`, …) counts as its top-level field, so a
+ *   REST body must carry the whole relationship.
+ * - Delete: NOT_FOUND when missing; the identity's role bindings go in the same transaction.
+ * - List filters: `uidp`, exact `name`, `relationship_type` (UNSPECIFIED = all). Orders: `uid`
+ *   (default), `name`, `create_time`/`created_at`, `update_time`/`updated_at`.
+ * - LookupIdentity and UpdateIdentityMetadata act on the caller's identity (issue 5) and answer
+ *   UNIMPLEMENTED through the call pipeline until then.
  */
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { IdentitiesService } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import {
+  type Identity,
+  type Identity_AWSIdentity,
+  Identity_AWSIdentitySchema,
+  Identity_ClaimMatchSchema,
+  type Identity_StaticKeys,
+  Identity_StaticKeysSchema,
+  type IdentitiesService,
+  IdentitySchema,
+  ListIdentitiesRequestSchema,
+  RelationshipType,
+  ServicePrincipal,
+} from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
+import { resolveNestedUpdatePaths, resolveUpdatePaths } from "../../fieldmask/update-mask.js";
+import { listPage } from "../../pagination/page.js";
+import type { IdentityChanges, IdentityOrder, RelationshipKind } from "../../store/identities.js";
+import { identityOrderValue } from "../../store/identities.js";
 import type { ServiceContext } from "../context.js";
+import { filterKey, toUidpFilter } from "../list-request.js";
+import { checkDescription, checkName, checkUidp } from "../validate.js";
+import { checkClaimMatch, checkStringMatch, checkValue } from "./claim-match.js";
+import { identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
+import { collect, requireValid } from "./identity-providers.js";
 
-export function createIdentitiesService(_ctx: ServiceContext): Partial<ServiceImpl<typeof IdentitiesService>> {
-  return {};
+/** order_by spellings accepted for identities. */
+const IDENTITY_ORDERS: Readonly<Record<string, IdentityOrder>> = {
+  uid: "uid",
+  name: "name",
+  create_time: "create_time",
+  created_at: "create_time",
+  update_time: "update_time",
+  updated_at: "update_time",
+};
+
+/** The members of the `relationship` oneof, by proto name (equal to the store's kinds). */
+const RELATIONSHIP_FIELDS = ["claim_match", "static_keys", "aws_identity", "service_principal"] as const satisfies readonly RelationshipKind[];
+const MUTABLE = ["name", "description", "company", ...RELATIONSHIP_FIELDS];
+/** Explicit masks may name sub-fields of the relationship messages (REST infers them); they count as the whole member. */
+const NESTED_MASK_RULES = {
+  mutable: MUTABLE,
+  nested: {
+    claim_match: Identity_ClaimMatchSchema.fields.map((f) => f.name),
+    static_keys: Identity_StaticKeysSchema.fields.map((f) => f.name),
+    aws_identity: Identity_AWSIdentitySchema.fields.map((f) => f.name),
+  },
+};
+
+const MAX_COMPANY = 512;
+const MAX_JWKS = 64 * 1024;
+/** JWK members that carry private or symmetric key material (RFC 7518 §6). */
+const PRIVATE_JWK_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+const AWS_ACCOUNT = /^[0-9]{12}$/;
+const EXACTLY_ONE = {
+  field: "relationship",
+  description: "exactly one of claim_match, static_keys, aws_identity or service_principal (not UNSPECIFIED) is required",
+};
+
+export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImpl<typeof IdentitiesService>> {
+  const repo = ctx.store.identities;
+
+  return {
+    async getIdentity(req) {
+      requireValid(checkUidp("uid", req.uid));
+      const row = await repo.get(req.uid);
+      if (!row) throw notFound("identity", req.uid);
+      return identityToProto(row);
+    },
+
+    async createIdentity(req) {
+      const identity = req.identity;
+      const now = ctx.now();
+      const violations = collect(
+        checkUidp("parent", req.parent),
+        ...(identity
+          ? [
+              checkName("name", identity.name),
+              checkDescription("description", identity.description),
+              checkCompany(identity.company),
+              ...relationshipViolations(identity.relationship, now),
+            ]
+          : [{ field: "identity", description: "is required" }]),
+      );
+      if (violations.length > 0 || !identity) throw invalidArgument(violations);
+      const row = await repo.create(
+        {
+          parentUid: req.parent,
+          name: identity.name,
+          description: identity.description,
+          company: identity.company,
+          relationship: relationshipFromProto(identity.relationship, now),
+        },
+        now,
+      );
+      return identityToProto(row);
+    },
+
+    async updateIdentity(req) {
+      const identity = req.identity;
+      if (!identity) throw invalidField("identity", "is required");
+      requireValid(checkUidp("uid", identity.uid));
+      const now = ctx.now();
+      const paths =
+        req.updateMask && req.updateMask.paths.length > 0
+          ? [...new Set(resolveNestedUpdatePaths(IdentitySchema, identity, req.updateMask, NESTED_MASK_RULES).map((p) => p.split(".")[0] ?? p))]
+          : resolveUpdatePaths(IdentitySchema, identity, undefined, { mutable: MUTABLE });
+      const changes: { -readonly [K in keyof IdentityChanges]: IdentityChanges[K] } = {};
+      const violations: (FieldViolation | undefined)[] = [];
+      for (const path of paths) {
+        switch (path) {
+          case "name":
+            violations.push(checkName("name", identity.name));
+            changes.name = identity.name;
+            break;
+          case "description":
+            violations.push(checkDescription("description", identity.description));
+            changes.description = identity.description;
+            break;
+          case "company":
+            violations.push(checkCompany(identity.company));
+            changes.company = identity.company;
+            break;
+        }
+      }
+      // The relationship fields named by the mask; the given member replaces the relationship
+      // when it is one of them.
+      const named = new Set(RELATIONSHIP_FIELDS.filter((f) => paths.includes(f)));
+      const given = givenKind(identity);
+      const replaces = given !== undefined && named.has(given);
+      if (replaces) violations.push(...relationshipViolations(identity.relationship, now));
+      const found = collect(...violations);
+      if (found.length > 0) throw invalidArgument(found);
+      if (replaces) changes.relationship = relationshipFromProto(identity.relationship, now);
+      const row = await repo.update(
+        identity.uid,
+        (current) => {
+          const kind = current.relationship?.kind;
+          if (changes.relationship === undefined && kind !== undefined && named.has(kind)) throw invalidArgument([EXACTLY_ONE]);
+          return changes;
+        },
+        now,
+      );
+      return identityToProto(row);
+    },
+
+    async deleteIdentity(req) {
+      requireValid(checkUidp("uid", req.uid));
+      await repo.delete(req.uid);
+      return {};
+    },
+
+    async listIdentities(req) {
+      if (RelationshipType[req.relationshipType] === undefined) {
+        throw invalidField("relationship_type", "must be a RelationshipType value");
+      }
+      const filter = {
+        uidp: toUidpFilter(req.uidp),
+        name: req.name === "" ? undefined : req.name,
+        kind: KIND_OF_TYPE[req.relationshipType],
+      };
+      const page = await listPage(
+        req,
+        {
+          orders: IDENTITY_ORDERS,
+          defaultOrder: { key: "uid", desc: false },
+          filterKey: filterKey(ListIdentitiesRequestSchema, req),
+          fetch: (q) => repo.list(filter, q),
+          count: () => repo.count(filter),
+          cursor: (row, order) => ({ value: identityOrderValue(row, order), uid: row.uid }),
+        },
+        ctx.pageTokens,
+        ctx.now(),
+      );
+      return {
+        identities: page.items.map(identityToProto),
+        nextPageToken: page.nextPageToken,
+        totalCount: page.totalCount,
+        skipped: page.skipped,
+      };
+    },
+  };
+}
+
+/** The relationship member set on the wire, by proto name. */
+function givenKind(identity: Identity): RelationshipKind | undefined {
+  switch (identity.relationship.case) {
+    case "claimMatch":
+      return "claim_match";
+    case "staticKeys":
+      return "static_keys";
+    case "awsIdentity":
+      return "aws_identity";
+    case "servicePrincipal":
+      return "service_principal";
+    case undefined:
+      return undefined;
+  }
+}
+
+/** Everything wrong with the relationship given on the wire (module comment). */
+function relationshipViolations(relationship: Identity["relationship"], now: number): FieldViolation[] {
+  switch (relationship.case) {
+    case undefined:
+      return [EXACTLY_ONE];
+    case "claimMatch":
+      return checkClaimMatch(relationship.value);
+    case "staticKeys":
+      return checkStaticKeys(relationship.value, now);
+    case "awsIdentity":
+      return checkAwsIdentity(relationship.value);
+    case "servicePrincipal":
+      if (relationship.value === ServicePrincipal.UNSPECIFIED) return [EXACTLY_ONE];
+      return ServicePrincipal[relationship.value] === undefined
+        ? [{ field: "service_principal", description: "must be a ServicePrincipal value" }]
+        : [];
+  }
+}
+
+function checkStaticKeys(sk: Identity_StaticKeys, now: number): FieldViolation[] {
+  const expiration = sk.expirationTime ? timestampMs(sk.expirationTime) : undefined;
+  return collect(
+    checkValue("static_keys.issuer", sk.issuer),
+    checkValue("static_keys.subject", sk.subject),
+    checkJwks("static_keys.issuer_keys", sk.issuerKeys),
+    expiration !== undefined && expiration <= now
+      ? { field: "static_keys.expiration_time", description: "must be in the future" }
+      : undefined,
+    expiration !== undefined && expiration > now + STATIC_KEYS_MAX_LIFETIME_MS
+      ? { field: "static_keys.expiration_time", description: "must be at most 365 days from now" }
+      : undefined,
+    sk.audiences.length > 1 ? { field: "static_keys.audiences", description: "must have at most one entry" } : undefined,
+    ...sk.audiences.map((a, i) => checkValue(`static_keys.audiences[${i}]`, a)),
+  );
+}
+
+/** A JSON Web Key Set of public keys (module comment). */
+function checkJwks(field: string, value: string): FieldViolation | undefined {
+  if (value === "") return { field, description: "is required" };
+  if (value.length > MAX_JWKS) return { field, description: `must be at most ${MAX_JWKS} characters` };
+  let keys: unknown;
+  try {
+    keys = (JSON.parse(value) as { keys?: unknown } | null)?.keys;
+  } catch {
+    keys = undefined;
+  }
+  if (!Array.isArray(keys) || keys.length === 0) {
+    return { field, description: 'must be a JSON Web Key Set: {"keys":[…]} with at least one key' };
+  }
+  for (const [i, key] of keys.entries()) {
+    if (typeof key !== "object" || key === null || Array.isArray(key) || typeof (key as { kty?: unknown }).kty !== "string") {
+      return { field, description: `keys[${i}] must be a JSON Web Key object with a "kty"` };
+    }
+    if (PRIVATE_JWK_MEMBERS.some((m) => Object.hasOwn(key, m))) {
+      return { field, description: `keys[${i}] must be a public key, without private or symmetric key material` };
+    }
+  }
+  return undefined;
+}
+
+function checkAwsIdentity(aws: Identity_AWSIdentity): FieldViolation[] {
+  return collect(
+    AWS_ACCOUNT.test(aws.awsAccount) ? undefined : { field: "aws_identity.aws_account", description: "must be exactly 12 digits" },
+    checkStringMatch(aws.awsArn, "aws_identity", "arn", false),
+    checkStringMatch(aws.awsUserId, "aws_identity", "user_id", false),
+  );
+}
+
+function checkCompany(company: string): FieldViolation | undefined {
+  return company.length > MAX_COMPANY ? { field: "company", description: `must be at most ${MAX_COMPANY} characters` } : undefined;
 }

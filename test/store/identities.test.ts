@@ -1,0 +1,91 @@
+/**
+ * Identities at the store level: `touchLastSeen` (the token exchange's hook, issue 5), the
+ * relationship columns, user identities without a relationship, and the RelationshipType
+ * numbers the store writes.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { eq } from "drizzle-orm";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RelationshipType } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
+import { createGroupsRepository } from "../../src/store/groups.js";
+import {
+  createIdentitiesRepository,
+  type IdentitiesRepository,
+  RELATIONSHIP_TYPES,
+  type Relationship,
+} from "../../src/store/identities.js";
+import { identities } from "../../src/store/schema.js";
+import { newUidp } from "../../src/store/uidp.js";
+
+const NOW = 1_800_000_000_000;
+
+let dir: string;
+let opened: OpenedDatabase;
+let repo: IdentitiesRepository;
+let org: string;
+
+const create = (relationship: Relationship) =>
+  repo.create({ parentUid: org, name: "someone", description: "", company: "", relationship }, NOW);
+const row = (uid: string) => opened.db.select().from(identities).where(eq(identities.uid, uid)).get();
+
+beforeEach(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-identities-"));
+  opened = openDatabase(dir);
+  repo = createIdentitiesRepository(opened.db);
+  org = (await createGroupsRepository(opened.db).create({ parentUid: null, name: "org", description: "", verified: false, kind: 0 }, NOW)).uid;
+});
+afterEach(() => {
+  opened.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe("touchLastSeen", () => {
+  it("sets last_seen_time without touching update_time, and reports a missing identity", async () => {
+    const id = await create({ kind: "service_principal", servicePrincipal: 1 });
+    expect(id.lastSeenTime).toBeUndefined();
+    expect(await repo.touchLastSeen(id.uid, NOW + 60_000)).toBe(true);
+    const seen = await repo.get(id.uid);
+    expect(seen).toMatchObject({ lastSeenTime: NOW + 60_000, updateTime: NOW, createTime: NOW });
+    expect(await repo.touchLastSeen(id.uid, NOW + 120_000)).toBe(true);
+    expect((await repo.get(id.uid))?.lastSeenTime).toBe(NOW + 120_000);
+    expect(await repo.touchLastSeen(`${org}/0000000000000000`, NOW)).toBe(false);
+  });
+});
+
+describe("the relationship columns", () => {
+  it("keep the exact issuer and subject of claim matches and static keys, null for patterns", async () => {
+    const exact = await create({ kind: "claim_match", issuer: { exact: "https://i" }, subject: { exact: "s" }, claims: {}, claimPatterns: {} });
+    expect(row(exact.uid)).toMatchObject({ claimIssuer: "https://i", claimSubject: "s", relationshipType: RelationshipType.CLAIM_MATCH });
+    const pattern = await create({ kind: "claim_match", issuer: { exact: "https://i" }, subject: { pattern: "s.*" }, claims: {}, claimPatterns: {} });
+    expect(row(pattern.uid)).toMatchObject({ claimIssuer: "https://i", claimSubject: null });
+    const keys = await create({ kind: "static_keys", issuer: "iss", subject: "sub", issuerKeys: "{}", expirationTime: NOW + 1, audiences: [] });
+    expect(row(keys.uid)).toMatchObject({ claimIssuer: "iss", claimSubject: "sub", relationshipType: RelationshipType.STATIC });
+    const aws = await create({ kind: "aws_identity", awsAccount: "123456789012" });
+    expect(row(aws.uid)).toMatchObject({ claimIssuer: null, claimSubject: null, relationshipType: RelationshipType.AWS_IDENTITY });
+
+    // Replacing the relationship rewrites the columns.
+    const updated = await repo.update(exact.uid, () => ({ relationship: { kind: "service_principal", servicePrincipal: 3 } }), NOW + 1);
+    expect(updated.relationship).toEqual({ kind: "service_principal", servicePrincipal: 3 });
+    expect(row(exact.uid)).toMatchObject({ claimIssuer: null, claimSubject: null, relationshipType: RelationshipType.SERVICE_PRINCIPAL });
+  });
+
+  it("use the published RelationshipType numbers", () => {
+    expect(RELATIONSHIP_TYPES).toEqual({
+      claim_match: RelationshipType.CLAIM_MATCH,
+      static_keys: RelationshipType.STATIC,
+      aws_identity: RelationshipType.AWS_IDENTITY,
+      service_principal: RelationshipType.SERVICE_PRINCIPAL,
+    });
+  });
+
+  it("read a user identity (a root, made by login) as having no relationship", async () => {
+    const uid = newUidp(null);
+    opened.db.insert(identities).values({ uid, name: "alice", email: "alice@example.com", createTime: NOW, updateTime: NOW }).run();
+    const user = await repo.get(uid);
+    expect(user).toMatchObject({ uid, parentUid: null, email: "alice@example.com" });
+    expect(user?.relationship).toBeUndefined();
+  });
+});
