@@ -1,13 +1,248 @@
 /**
- * RoleBindings repository. STUB: filled in by the issue-4 work (see src/store/groups.ts for the
- * pattern: async functions, one BEGIN IMMEDIATE transaction per multi-row invariant,
- * ApiErrors, no proto types).
+ * RoleBindings repository: every read and write of the `role_bindings` table.
+ *
+ * A binding grants a role to an identity at a group (uid = group uid + "/" + 16 hex). Every
+ * read joins the identity, the group and the role, so responses are hydrated from current
+ * data (a renamed role shows its new name). Creating or changing a binding checks, in the
+ * same BEGIN IMMEDIATE transaction as the write:
+ * - the group exists (NOT_FOUND);
+ * - the identity exists and is visible from the group: a user identity (a root), or one whose
+ *   group is the binding's group or an ancestor of it;
+ * - the role exists and may be granted in the group: a built-in role, or a custom role whose
+ *   group is the binding's group or an ancestor of it;
+ * - no binding of the same identity and role at the group exists (ALREADY_EXISTS).
+ * A bad reference is INVALID_ARGUMENT naming the caller's field; a missing and a foreign
+ * (cross-organization) reference get the same answer, so the error is no existence oracle.
+ * Errors are ApiErrors; no proto types enter here.
  */
-import type { Db } from "./db.js";
+import { and, count, eq, ne, sql } from "drizzle-orm";
+import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
+import { type Db, writeTransaction } from "./db.js";
+import { requireGroup } from "./identity-providers.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { groups, identities, roleBindings, roles } from "./schema.js";
+import { isAncestorOrSelf, newUidp } from "./uidp.js";
 
-// biome-ignore lint/suspicious/noEmptyInterface: filled in by the issue-4 work
-export interface RoleBindingsRepository {}
+export interface RoleBindingRecord {
+  readonly uid: string;
+  readonly groupUid: string;
+  readonly identityUid: string;
+  readonly roleUid: string;
+  readonly createTime: number;
+  /** The identity as it is now; subject/issuer are its exact claim match or static keys ("" otherwise). */
+  readonly identity: {
+    readonly uid: string;
+    readonly name: string;
+    readonly description: string;
+    readonly subject: string;
+    readonly issuer: string;
+    readonly email: string;
+  };
+  readonly group: { readonly uid: string; readonly name: string; readonly description: string };
+  readonly role: { readonly uid: string; readonly name: string; readonly description: string };
+}
 
-export function createRoleBindingsRepository(_db: Db): RoleBindingsRepository {
-  return {};
+/** One binding to create, with the request fields to name if a reference is rejected. */
+export interface NewRoleBinding {
+  readonly identityUid: string;
+  readonly roleUid: string;
+  readonly fields: BindingFields;
+}
+
+/** How errors name a binding: the BadRequest field paths of its references, and its request. */
+export interface BindingFields {
+  readonly identityUid: string;
+  readonly roleUid: string;
+  /** The sub-request, e.g. `requests[3]`, when several bindings are created at once. */
+  readonly request?: string;
+}
+
+/** Fields an update may change. */
+export interface RoleBindingChanges {
+  readonly identityUid?: string;
+  readonly roleUid?: string;
+}
+
+/** Each order a binding list can take → its record field, also its column's key on the table. */
+const ORDER_FIELDS = { uid: "uid", create_time: "createTime" } as const;
+export type RoleBindingOrder = keyof typeof ORDER_FIELDS;
+
+export interface RoleBindingListFilter {
+  /** On the binding's own uid. */
+  readonly uidp: UidpFilter;
+  readonly identityUid?: string;
+  readonly groupUid?: string;
+  readonly roleUid?: string;
+}
+
+export interface RoleBindingsRepository {
+  get(uid: string): Promise<RoleBindingRecord | undefined>;
+  /**
+   * Creates every binding at the group, all or nothing, in one transaction; returns them in
+   * the given order. @throws NOT_FOUND for a missing group; INVALID_ARGUMENT naming each
+   * rejected reference; ALREADY_EXISTS for a binding that exists (or repeats an earlier one).
+   */
+  create(groupUid: string, bindings: readonly NewRoleBinding[], now: number): Promise<RoleBindingRecord[]>;
+  /**
+   * Re-points a binding at another identity and/or role, with the create checks against the
+   * binding's group. @throws NOT_FOUND; INVALID_ARGUMENT; ALREADY_EXISTS.
+   */
+  update(uid: string, changes: RoleBindingChanges, fields: BindingFields): Promise<RoleBindingRecord>;
+  /** Deletes a binding; deleting one that does not exist succeeds (AIP-135). */
+  delete(uid: string): Promise<void>;
+  list(filter: RoleBindingListFilter, page: KeysetQuery<RoleBindingOrder>): Promise<RoleBindingRecord[]>;
+  count(filter: RoleBindingListFilter): Promise<number>;
+}
+
+/** The hydrated read: the binding joined with its identity, group and role. */
+const READ_COLUMNS = {
+  uid: roleBindings.uid,
+  groupUid: roleBindings.groupUid,
+  identityUid: roleBindings.identityUid,
+  roleUid: roleBindings.roleUid,
+  createTime: roleBindings.createTime,
+  identity: {
+    uid: identities.uid,
+    name: identities.name,
+    description: identities.description,
+    subject: sql<string>`coalesce(${identities.claimSubject}, '')`,
+    issuer: sql<string>`coalesce(${identities.claimIssuer}, '')`,
+    email: identities.email,
+  },
+  group: { uid: groups.uid, name: groups.name, description: groups.description },
+  role: { uid: roles.uid, name: roles.name, description: roles.description },
+};
+
+export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
+  const read = (tx: Db) =>
+    tx
+      .select(READ_COLUMNS)
+      .from(roleBindings)
+      .innerJoin(identities, eq(identities.uid, roleBindings.identityUid))
+      .innerJoin(groups, eq(groups.uid, roleBindings.groupUid))
+      .innerJoin(roles, eq(roles.uid, roleBindings.roleUid));
+  const getStmt = read(db).where(eq(roleBindings.uid, sql.placeholder("uid"))).prepare();
+  const readOne = (tx: Db, uid: string) => read(tx).where(eq(roleBindings.uid, uid)).get() as RoleBindingRecord;
+
+  const where = (f: RoleBindingListFilter) =>
+    allOf([
+      ...uidpConditions(roleBindings.uid, roleBindings.groupUid, f.uidp),
+      f.identityUid !== undefined ? eq(roleBindings.identityUid, f.identityUid) : undefined,
+      f.groupUid !== undefined ? eq(roleBindings.groupUid, f.groupUid) : undefined,
+      f.roleUid !== undefined ? eq(roleBindings.roleUid, f.roleUid) : undefined,
+    ]);
+
+  return {
+    async get(uid) {
+      return getStmt.get({ uid });
+    },
+
+    async create(groupUid, bindings, now) {
+      return writeTransaction(db, (tx) => {
+        requireGroup(tx, groupUid);
+        const violations = bindings.flatMap((b) => referenceViolations(tx, groupUid, b));
+        if (violations.length > 0) throw invalidArgument(violations);
+        return bindings.map((b) => {
+          requireUnbound(tx, groupUid, b, undefined);
+          const uid = newUidp(groupUid);
+          tx.insert(roleBindings).values({ uid, groupUid, identityUid: b.identityUid, roleUid: b.roleUid, createTime: now }).run();
+          return readOne(tx, uid);
+        });
+      });
+    },
+
+    async update(uid, changes, fields) {
+      return writeTransaction(db, (tx) => {
+        const existing = tx.select().from(roleBindings).where(eq(roleBindings.uid, uid)).get();
+        if (!existing) throw notFound("role binding", uid);
+        const next = {
+          identityUid: changes.identityUid ?? existing.identityUid,
+          roleUid: changes.roleUid ?? existing.roleUid,
+          fields,
+        };
+        const violations = referenceViolations(tx, existing.groupUid, next);
+        if (violations.length > 0) throw invalidArgument(violations);
+        requireUnbound(tx, existing.groupUid, next, uid);
+        tx.update(roleBindings)
+          .set({ identityUid: next.identityUid, roleUid: next.roleUid })
+          .where(eq(roleBindings.uid, uid))
+          .run();
+        return readOne(tx, uid);
+      });
+    },
+
+    async delete(uid) {
+      db.delete(roleBindings).where(eq(roleBindings.uid, uid)).run();
+    },
+
+    async list(filter, page) {
+      const col = roleBindings[ORDER_FIELDS[page.order]];
+      const ks = keysetClauses(col, roleBindings.uid, page, page.order === "uid");
+      return read(db)
+        .where(allOf([where(filter), ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset)
+        .all();
+    },
+
+    async count(filter) {
+      const r = db.select({ n: count() }).from(roleBindings).where(where(filter)).get();
+      return r?.n ?? 0;
+    },
+  };
+}
+
+/** The cursor value of a row for an order. */
+export function roleBindingOrderValue(row: RoleBindingRecord, order: RoleBindingOrder): string | number {
+  return row[ORDER_FIELDS[order]];
+}
+
+/** What is wrong with a binding's identity and role references at `groupUid` (module comment). */
+function referenceViolations(tx: Db, groupUid: string, b: NewRoleBinding): FieldViolation[] {
+  const out: FieldViolation[] = [];
+  const identity = tx.select({ parentUid: identities.parentUid }).from(identities).where(eq(identities.uid, b.identityUid)).get();
+  if (!identity || (identity.parentUid !== null && !isAncestorOrSelf(identity.parentUid, groupUid))) {
+    out.push({
+      field: b.fields.identityUid,
+      description: `identity ${JSON.stringify(b.identityUid)} does not exist or is not visible from group ${JSON.stringify(groupUid)}: it must be a user identity or an identity of the group or one of its ancestors`,
+    });
+  }
+  const role = tx
+    .select({ parentUid: roles.parentUid, builtIn: roles.builtIn })
+    .from(roles)
+    .where(eq(roles.uid, b.roleUid))
+    .get();
+  if (!role || (role.parentUid === null ? !role.builtIn : !isAncestorOrSelf(role.parentUid, groupUid))) {
+    out.push({
+      field: b.fields.roleUid,
+      description: `role ${JSON.stringify(b.roleUid)} does not exist or cannot be granted in group ${JSON.stringify(groupUid)}: it must be a built-in role or a custom role of the group or one of its ancestors`,
+    });
+  }
+  return out;
+}
+
+/** ALREADY_EXISTS when the group already binds the identity to the role (other than binding `self`). */
+function requireUnbound(tx: Db, groupUid: string, b: NewRoleBinding, self: string | undefined): void {
+  const existing = tx
+    .select({ uid: roleBindings.uid })
+    .from(roleBindings)
+    .where(
+      allOf([
+        and(
+          eq(roleBindings.groupUid, groupUid),
+          eq(roleBindings.identityUid, b.identityUid),
+          eq(roleBindings.roleUid, b.roleUid),
+        ),
+        self === undefined ? undefined : ne(roleBindings.uid, self),
+      ]),
+    )
+    .get();
+  if (existing) {
+    throw alreadyExists(
+      "role binding",
+      existing.uid,
+      `${b.fields.request ? `${b.fields.request}: ` : ""}the group already binds identity ${JSON.stringify(b.identityUid)} to role ${JSON.stringify(b.roleUid)}`,
+    );
+  }
 }
