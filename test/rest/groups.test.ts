@@ -159,9 +159,12 @@ describe("routing from the google.api.http rules", () => {
   it("prefers literal segments and registered verbs over wildcards", async () => {
     expect(await reached("GET", "/iam/v2beta1/groups:lookupGroup")).toBe("chainguard.platform.iam.v2beta1.GroupsService/LookupGroup");
     expect(await reached("GET", "/iam/v2beta1/groups:checkEligibility")).toBe("chainguard.platform.iam.v2beta1.GroupsService/CheckEligibility");
-    expect(await reached("POST", "/iam/v2beta1/roleBindings:batchCreate", { parent: uid })).toBe(
-      "chainguard.platform.iam.v2beta1.RoleBindingsService/BatchCreateRoleBindings",
-    );
+    // BatchCreate is built: an empty batch is refused by BatchCreate's own check on `requests`,
+    // which CreateRoleBinding (the `{parent=**}` wildcard) has no field for.
+    const batch = await call("POST", "/iam/v2beta1/roleBindings:batchCreate", { parent: uid });
+    expect(batch.status).toBe(400);
+    const violations = batch.body.details.find((d: { "@type": string }) => d["@type"].endsWith("BadRequest"));
+    expect(violations.fieldViolations.map((v: { field: string }) => v.field)).toContain("requests");
     expect(await reached("GET", `/registry/v2beta1/repos/${uid}/0123456789abcdef/readme`)).toBe(
       "chainguard.platform.registry.v2beta1.ReposService/GetRepoReadme",
     );
