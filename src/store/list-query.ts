@@ -5,7 +5,7 @@
  * previous page with a row-value comparison `(col, uid) > (?, ?)`, which SQLite plans as one
  * index range with no sort (stack-notes gotcha G17). `offset` only serves `skip`.
  */
-import { and, asc, desc, eq, gt, inArray, isNull, lt, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { ancestorsOf } from "./uidp.js";
 
@@ -41,6 +41,17 @@ export function uidpConditions(uid: SQLiteColumn, parentUid: SQLiteColumn, f: Ui
   if (f.inRoot) out.push(isNull(parentUid));
   if (f.ids && f.ids.length > 0) out.push(inArray(uid, [...f.ids]));
   return out;
+}
+
+/**
+ * Authorization's restriction on a List: only rows whose uid is one of `within` or descends
+ * from one. `undefined` means unrestricted; an empty list matches nothing. Each scope is an
+ * equality plus one key range on the uid index, the same shape as `descendantsOf`.
+ */
+export function withinConditions(uid: SQLiteColumn, within: readonly string[] | undefined): SQL | undefined {
+  if (within === undefined) return undefined;
+  if (within.length === 0) return sql`0`;
+  return or(...within.map((s) => or(eq(uid, s), and(gt(uid, `${s}/`), lt(uid, `${s}0`)))));
 }
 
 /** WHERE part that starts after the cursor, and the ORDER BY for (col, uid). */
