@@ -83,6 +83,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       services: services.map((s) => s.service),
       errorDomain: config.errorDomain,
       maxBodyBytes: LIMITS.maxMessageBytes,
+      // Errors inside the pipeline are logged there; this catches the rest (binding, rendering).
+      onUnexpectedError: (err) => log.error({ err, protocol: "rest" }, "unexpected error"),
       async invokeUnary(method, request, call) {
         const fn = byMethod.get(method) as (req: unknown, ctx: HandlerContext) => unknown;
         const context = createHandlerContext({

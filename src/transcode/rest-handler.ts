@@ -15,10 +15,9 @@
  *   reading, streamed ones as soon as they cross the cap, and the connection is closed rather
  *   than drained); a non-JSON body → 415 (code INVALID_ARGUMENT). UNAUTHENTICATED adds
  *   `WWW-Authenticate: Bearer`.
- * - CORS: a preflight (OPTIONS with Origin and Access-Control-Request-Method) from an origin
- *   in `corsAllowedOrigins` ("*" allows any) is answered 204 with the path's methods; other
- *   responses to such origins carry Access-Control-Allow-Origin. Off by default: a preflight
- *   is then an ordinary OPTIONS request, i.e. 405 with `Allow`.
+ * - No CORS here: the server answers preflights and decorates responses for every door in one
+ *   place (src/server/cors.ts) before a request reaches this handler. An OPTIONS request that
+ *   gets here is an ordinary method, i.e. 405 with `Allow`.
  * - Request headers reach `invokeUnary` as a Headers object without the hop-by-hop ones
  *   (connection and the headers it names, keep-alive, proxy-connection, transfer-encoding,
  *   upgrade, te, host, content-length) and without HTTP/2 pseudo-headers. Nothing here logs
@@ -65,8 +64,6 @@ export interface RestHandlerOptions {
   readonly errorDomain: string;
   /** Body size cap in bytes; default 1 MiB. */
   readonly maxBodyBytes?: number;
-  /** Origins whose CORS preflights are answered; default none. */
-  readonly corsAllowedOrigins?: readonly string[];
   /**
    * Serve an OpenAPI 3.1 document of the routes (openapi.ts) at `path`; `false` to serve none.
    * Default: `/openapi.json`, titled for Trellis.
@@ -90,8 +87,6 @@ const DEFAULT_OPENAPI = {
   version: "v2beta1",
 } as const;
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "host", "content-length"]);
-const PREFLIGHT_ALLOW_HEADERS = "Authorization, Content-Type";
-const EXPOSE_HEADERS = "WWW-Authenticate, Allow";
 
 /** An ApiError answered with a fixed HTTP status instead of the code table's. */
 class HttpStatusError extends ApiError {
@@ -118,7 +113,6 @@ function withStatus(err: ApiError, httpStatus: number, headers: Record<string, s
 export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const table = createRouteTable(options.services);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const origins = new Set(options.corsAllowedOrigins ?? []);
   const openApiOption = options.openApi ?? DEFAULT_OPENAPI;
   const openApi = openApiOption === false ? undefined : { path: openApiOption.path, text: JSON.stringify(buildOpenApi(table, { title: openApiOption.title, version: openApiOption.version })) };
 
@@ -156,18 +150,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     }
     if (!table.handles(rawPath)) return false;
 
-    const origin = header(req, "origin");
-    const corsOrigin = origin !== undefined && (origins.has(origin) || origins.has("*")) ? origin : undefined;
-    if (corsOrigin !== undefined) {
-      res.setHeader("access-control-allow-origin", origins.has("*") ? "*" : corsOrigin);
-      res.setHeader("vary", "Origin");
-      res.setHeader("access-control-expose-headers", EXPOSE_HEADERS);
-    }
     try {
-      if (corsOrigin !== undefined && httpMethod === "OPTIONS" && header(req, "access-control-request-method") !== undefined) {
-        preflight(req, res, table, rawPath);
-        return true;
-      }
       const m = table.match(httpMethod, rawPath);
       if (m.kind === "notFound") {
         throw new ApiError(GrpcCode.NotFound, `Not found: no route for ${httpMethod} ${rawPath}`, {
@@ -213,18 +196,6 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
   }
 
   return Object.assign(handle, { table, handle });
-}
-
-function preflight(req: Req, res: Res, table: RouteTable, rawPath: string): void {
-  const m = table.match("OPTIONS", rawPath);
-  if (m.kind === "notFound") throw new ApiError(GrpcCode.NotFound, `Not found: no route for OPTIONS ${rawPath}`);
-  const methods = m.kind === "match" ? ["OPTIONS"] : m.allow;
-  (res as http.ServerResponse).writeHead(204, {
-    "access-control-allow-methods": methods.join(", "),
-    "access-control-allow-headers": header(req, "access-control-request-headers") ?? PREFLIGHT_ALLOW_HEADERS,
-    "access-control-max-age": "7200",
-  });
-  res.end();
 }
 
 function header(req: Req, name: string): string | undefined {
