@@ -2,7 +2,7 @@
  * Field rules shared by the services (published validation, api-facts §11.12, and spec §2).
  * Each returns a FieldViolation or undefined so a handler can report every problem at once.
  */
-import type { FieldViolation } from "../errors/api-error.js";
+import { type FieldViolation, invalidArgument } from "../errors/api-error.js";
 import { isUidp } from "../store/uidp.js";
 
 /** Spec §2: group (and similar) names. */
@@ -43,4 +43,14 @@ export function checkUidp(field: string, value: string): FieldViolation | undefi
 /** An optional UIDP (empty allowed). */
 export function checkOptionalUidp(field: string, value: string): FieldViolation | undefined {
   return value === "" ? undefined : checkUidp(field, value);
+}
+
+/** The violations that are present, for handlers that report every problem at once. */
+export function collect(...violations: (FieldViolation | undefined)[]): FieldViolation[] {
+  return violations.filter((v): v is FieldViolation => v !== undefined);
+}
+
+/** Throws INVALID_ARGUMENT for a single violation, if any. */
+export function requireValid(violation: FieldViolation | undefined): void {
+  if (violation) throw invalidArgument([violation]);
 }

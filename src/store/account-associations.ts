@@ -9,7 +9,7 @@
 import { count, eq, type SQL, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
-import { requireGroup } from "./identity-providers.js";
+import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
 

@@ -12,7 +12,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
-import { requireAssignableRole, requireGroup } from "./identity-providers.js";
+import { requireAssignableRole, requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { newUidp } from "./uidp.js";

@@ -12,7 +12,7 @@
 import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
-import { requireGroup } from "./identity-providers.js";
+import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
 import { newUidp } from "./uidp.js";

@@ -8,11 +8,12 @@
  * ApiErrors; no proto types enter here.
  */
 import { count, eq, sql } from "drizzle-orm";
-import { invalidField, notFound } from "../errors/api-error.js";
+import { notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
-import { groups, type IdentityProviderRow, identityProviders, roles } from "./schema.js";
-import { isAncestorOrSelf, newUidp } from "./uidp.js";
+import { requireAssignableRole, requireGroup } from "./references.js";
+import { type IdentityProviderRow, identityProviders } from "./schema.js";
+import { newUidp } from "./uidp.js";
 
 /** The OIDC settings of a provider as every read returns them: the secret itself stays in the store. */
 export interface OidcSettings {
@@ -191,33 +192,6 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
 /** The cursor value of a row for an order. */
 export function identityProviderOrderValue(row: IdentityProviderRecord, order: IdentityProviderOrder): string | number {
   return row[ORDER_FIELDS[order]];
-}
-
-/**
- * NOT_FOUND unless the group exists. Shared with the other repositories that create records
- * under a group given by the caller (group invites, account associations).
- */
-export function requireGroup(tx: Db, uid: string): void {
-  const found = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).get();
-  if (!found) throw notFound("group", uid);
-}
-
-/**
- * INVALID_ARGUMENT on `field` unless `roleUid` is a role that may be granted in `groupUid`: a
- * built-in role (a root row marked built-in), or a custom role of the group or one of its
- * ancestors. A missing role and another organization's role get the same answer, so the
- * error says nothing about roles the caller cannot see. Shared with group invites.
- */
-export function requireAssignableRole(tx: Db, roleUid: string, groupUid: string, field: string): void {
-  const role = tx
-    .select({ parentUid: roles.parentUid, builtIn: roles.builtIn })
-    .from(roles)
-    .where(eq(roles.uid, roleUid))
-    .get();
-  const assignable = role !== undefined && (role.parentUid === null ? role.builtIn : isAncestorOrSelf(role.parentUid, groupUid));
-  if (!assignable) {
-    throw invalidField(field, "must name a built-in role or a custom role of the group or one of its ancestors");
-  }
 }
 
 /** The keys of the stored document: anything else on the object (e.g. hasClientSecret) is dropped. */

@@ -18,7 +18,7 @@
 import { and, count, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
-import { requireGroup } from "./identity-providers.js";
+import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
 import { isAncestorOrSelf, newUidp } from "./uidp.js";

@@ -12,7 +12,7 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
 import { type Db, writeTransaction } from "./db.js";
-import { requireGroup } from "./identity-providers.js";
+import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
 import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
 import { newUidp } from "./uidp.js";

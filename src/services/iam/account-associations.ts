@@ -42,9 +42,8 @@ import {
 import { isUidp } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
-import { checkDescription, checkName, checkUidp } from "../validate.js";
+import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { accountAssociationToProto, EMPTY_PROVIDERS, providersFromProto } from "./convert-account-associations.js";
-import { collect, requireValid } from "./identity-providers.js";
 
 /** order_by spellings accepted for account associations; `group` is the published default. */
 const ASSOCIATION_ORDERS: Readonly<Record<string, AccountAssociationOrder>> = {

@@ -32,9 +32,8 @@ import { listPage } from "../../pagination/page.js";
 import { type GroupInviteOrder, groupInviteOrderValue } from "../../store/group-invites.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
-import { checkUidp } from "../validate.js";
+import { checkUidp, collect, requireValid } from "../validate.js";
 import { groupInviteToProto } from "./convert-group-invites.js";
-import { collect, requireValid } from "./identity-providers.js";
 
 /** order_by spellings accepted for group invites. */
 const INVITE_ORDERS: Readonly<Record<string, GroupInviteOrder>> = {

@@ -57,10 +57,9 @@ import type { IdentityChanges, IdentityOrder, RelationshipKind } from "../../sto
 import { identityOrderValue } from "../../store/identities.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
-import { checkDescription, checkName, checkUidp } from "../validate.js";
+import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { checkClaimMatch, checkStringMatch, checkValue } from "./claim-match.js";
 import { identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
-import { collect, requireValid } from "./identity-providers.js";
 
 /** order_by spellings accepted for identities. */
 const IDENTITY_ORDERS: Readonly<Record<string, IdentityOrder>> = {

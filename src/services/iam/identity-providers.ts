@@ -46,7 +46,7 @@ import {
 } from "../../store/identity-providers.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
-import { checkDescription, checkName, checkUidp } from "../validate.js";
+import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { identityProviderToProto, oidcFromProto } from "./convert-identity-providers.js";
 
 /** order_by spellings accepted for identity providers. */
@@ -285,12 +285,3 @@ function checkToken(field: string, value: string): FieldViolation | undefined {
     : { field, description: `must be at most ${MAX_TOKEN} characters with no whitespace or control characters` };
 }
 
-/** The violations that are present. Shared by the IAM services of this module family. */
-export function collect(...violations: (FieldViolation | undefined)[]): FieldViolation[] {
-  return violations.filter((v): v is FieldViolation => v !== undefined);
-}
-
-/** Throws INVALID_ARGUMENT for a single violation, if any. */
-export function requireValid(violation: FieldViolation | undefined): void {
-  if (violation) throw invalidArgument([violation]);
-}

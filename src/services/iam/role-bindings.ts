@@ -41,9 +41,8 @@ import { listPage } from "../../pagination/page.js";
 import { type NewRoleBinding, type RoleBindingChanges, type RoleBindingOrder, roleBindingOrderValue } from "../../store/role-bindings.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
-import { checkOptionalUidp, checkUidp } from "../validate.js";
+import { checkOptionalUidp, checkUidp, collect, requireValid } from "../validate.js";
 import { roleBindingToProto } from "./convert-role-bindings.js";
-import { collect, requireValid } from "./identity-providers.js";
 
 /** order_by spellings accepted for role bindings. */
 const BINDING_ORDERS: Readonly<Record<string, RoleBindingOrder>> = {

@@ -37,9 +37,8 @@ import { listPage } from "../../pagination/page.js";
 import { type RoleChanges, type RoleOrder, roleOrderValue } from "../../store/roles.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
-import { checkDescription, checkName, checkUidp } from "../validate.js";
+import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { roleToProto } from "./convert-roles.js";
-import { collect, requireValid } from "./identity-providers.js";
 
 /** order_by spellings accepted for roles. */
 const ROLE_ORDERS: Readonly<Record<string, RoleOrder>> = {
