@@ -23,10 +23,10 @@ import { createRestHandler } from "../transcode/rest-handler.js";
 import { createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
 import { createCors } from "./cors.js";
-import { conformGrpcMessage, isGrpcRequest } from "./grpc-message.js";
 import { registerHealth } from "./health.js";
 import { listen } from "./listener.js";
 import { createLogger, type Logger } from "./logger.js";
+import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
 import { apiServices } from "./routes.js";
 
@@ -129,14 +129,17 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const listener = await listen(
       (req, res) => {
         if (cors?.(req, res)) return;
-        if (isGrpcRequest(req)) {
-          conformGrpcMessage(res, config.errorDomain);
+        const toConnect = () => {
+          conformProtocolErrors(req, res, config.errorDomain);
           connectHandler(req, res);
+        };
+        if (rpcProtocolOf(req) === "grpc") {
+          toConnect();
           return;
         }
         rest.handle(req, res).then(
           (handled) => {
-            if (!handled) connectHandler(req, res);
+            if (!handled) toConnect();
           },
           (err: unknown) => {
             log.error({ err }, "REST door failed");
