@@ -4,8 +4,8 @@
  * Order of details (spec §7): `google.rpc.ErrorInfo` first (reason + domain + metadata),
  * then `BadRequest`, `PreconditionFailure` or `ResourceInfo` as the error carries them.
  * Errors that connect-node or a library raised as ConnectError keep their code and message
- * and gain an ErrorInfo when they lack one. Anything else is INTERNAL with a generic
- * message; the caller logs the cause.
+ * and gain an ErrorInfo when they lack one. Storage failures (busy, disk full, I/O) are
+ * UNAVAILABLE. Anything else is INTERNAL with a generic message; the caller logs the cause.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -15,7 +15,7 @@ import {
   PreconditionFailureSchema,
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
-import { ApiError, CODE_NAMES, internal } from "./api-error.js";
+import { ApiError, CODE_NAMES, internal, unavailable } from "./api-error.js";
 
 type OutgoingDetail = ConstructorParameters<typeof ConnectError>[3] extends (infer D)[] | undefined ? D : never;
 
@@ -45,7 +45,29 @@ export function toConnectError(err: unknown, domain: string): ConvertedError {
     );
     return { error: withInfo, unexpected: err.code === Code.Internal || err.code === Code.Unknown ? err : undefined };
   }
+  const storage = storageFailure(err);
+  if (storage) return { error: apiErrorToConnect(storage, domain), unexpected: err };
   return { error: apiErrorToConnect(internal(err), domain), unexpected: err };
+}
+
+/**
+ * SQLite failures that are about the machine, not the request: another connection holding
+ * the write lock past the busy timeout, a full disk, an I/O error, a read-only file. The
+ * client may retry later, so UNAVAILABLE (503) with a reason naming the condition; nothing
+ * was written (the transaction rolled back). Other SQLite errors stay INTERNAL.
+ */
+function storageFailure(err: unknown): ApiError | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !code.startsWith("SQLITE_")) return undefined;
+  const [reason, what] = code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")
+    ? ["STORAGE_BUSY", "the database is busy"]
+    : code === "SQLITE_FULL"
+      ? ["STORAGE_FULL", "the database disk is full"]
+      : code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_READONLY") || code === "SQLITE_CANTOPEN"
+        ? ["STORAGE_UNAVAILABLE", "the database cannot be written"]
+        : [undefined, undefined];
+  if (reason === undefined) return undefined;
+  return unavailable(`${what}; nothing was changed, try again later`, { reason });
 }
 
 function apiErrorToConnect(err: ApiError, domain: string): ConnectError {

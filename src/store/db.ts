@@ -8,7 +8,8 @@
  *   re-grant access.
  * - foreign_keys=ON (asserted), a short busy_timeout (the wait blocks the event loop).
  * - Write transactions are BEGIN IMMEDIATE (see `writeTransaction`).
- * A lock file refuses a second server on the same data directory.
+ * A lock file refuses a second server on the same data directory, and a file that fails
+ * `PRAGMA quick_check` is refused at start-up (reliability.md F11) rather than served.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -38,6 +39,29 @@ export interface OpenDatabaseOptions {
   readonly lock?: boolean;
 }
 
+/**
+ * How long a write waits for another connection's lock before failing with SQLITE_BUSY (then
+ * UNAVAILABLE, see src/errors/to-connect-error.ts). Short, because the wait blocks the event loop.
+ */
+export const BUSY_TIMEOUT_MS = 1000;
+
+/**
+ * Refuses a damaged database file with a message naming it. quick_check reads every page but
+ * skips index-content cross-checks, so it costs milliseconds at our sizes.
+ */
+function checkIntegrity(sqlite: Database.Database, file: string): void {
+  let verdict: unknown;
+  try {
+    verdict = sqlite.pragma("quick_check", { simple: true });
+  } catch (err) {
+    verdict = (err as Error).message;
+  }
+  if (verdict !== "ok") {
+    sqlite.close();
+    throw new Error(`database ${file} is damaged (quick_check: ${String(verdict)}); restore it from a backup or move it away`);
+  }
+}
+
 /** The database file inside a data directory. */
 export function databaseFile(dataDir: string): string {
   return path.join(dataDir, "trellis.db");
@@ -53,7 +77,8 @@ export function openDatabase(dataDir: string, options: OpenDatabaseOptions = {})
   const file = databaseFile(dataDir);
   let sqlite: Database.Database;
   try {
-    sqlite = new Database(file, { timeout: 1000 });
+    sqlite = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+    checkIntegrity(sqlite, file);
     sqlite.pragma("journal_mode = WAL");
     sqlite.pragma("synchronous = FULL");
     sqlite.pragma("foreign_keys = ON");
