@@ -8,17 +8,9 @@ import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import { createPageTokenCodec } from "../pagination/page-token.js";
-import type { ServiceContext } from "../services/context.js";
+import { createServiceContext } from "../services/context.js";
 import { openDatabase } from "../store/db.js";
-import { createAccountAssociationsRepository } from "../store/account-associations.js";
-import { createGroupInvitesRepository } from "../store/group-invites.js";
-import { createGroupsRepository } from "../store/groups.js";
-import { createIdentitiesRepository } from "../store/identities.js";
-import { createIdentityProvidersRepository } from "../store/identity-providers.js";
-import { createRoleBindingsRepository } from "../store/role-bindings.js";
-import { createRolesRepository, ensureBuiltInRoles } from "../store/roles.js";
-import { getOrCreateSecret } from "../store/server-keys.js";
+import { ensureBuiltInRoles } from "../store/roles.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
 import { createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
@@ -54,19 +46,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const { db } = database;
     const now = overrides.now ?? Date.now;
     await ensureBuiltInRoles(db, now());
-    const ctx: ServiceContext = {
-      now,
-      store: {
-        groups: createGroupsRepository(db),
-        identities: createIdentitiesRepository(db),
-        roles: createRolesRepository(db),
-        roleBindings: createRoleBindingsRepository(db),
-        identityProviders: createIdentityProvidersRepository(db),
-        accountAssociations: createAccountAssociationsRepository(db),
-        groupInvites: createGroupInvitesRepository(db),
-      },
-      pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
-    };
+    const ctx = createServiceContext(db, now);
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain });
     const services = apiServices(ctx);
     let serving = HealthCheckResponse_ServingStatus.SERVING;

@@ -7,13 +7,14 @@ import pino, { type Logger } from "pino";
 
 export type { Logger };
 
-export function createLogger(level: string): Logger {
+/** `destination` defaults to stderr; the benchmark passes an in-process counting sink. */
+export function createLogger(level: string, destination: pino.DestinationStream = pino.destination({ dest: 2, sync: false })): Logger {
   return pino(
     {
       level,
       base: undefined,
       redact: { paths: ["authorization", "*.authorization", "headers.authorization", "token", "*.token"], censor: "[redacted]" },
     },
-    pino.destination({ dest: 2, sync: false }),
+    destination,
   );
 }

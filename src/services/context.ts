@@ -1,15 +1,18 @@
 /**
  * ServiceContext: everything a service implementation may use, built once at start-up by
- * src/server/create-app.ts (tests build it with their own database and clock).
+ * src/server/create-app.ts through `createServiceContext` (tests build it with their own
+ * database and clock; the benchmark's grpc-js peer in bench/ builds it the same way).
  */
-import type { PageTokenCodec } from "../pagination/page-token.js";
-import type { AccountAssociationsRepository } from "../store/account-associations.js";
-import type { GroupInvitesRepository } from "../store/group-invites.js";
-import type { GroupsRepository } from "../store/groups.js";
-import type { IdentitiesRepository } from "../store/identities.js";
-import type { IdentityProvidersRepository } from "../store/identity-providers.js";
-import type { RoleBindingsRepository } from "../store/role-bindings.js";
-import type { RolesRepository } from "../store/roles.js";
+import { createPageTokenCodec, type PageTokenCodec } from "../pagination/page-token.js";
+import { type AccountAssociationsRepository, createAccountAssociationsRepository } from "../store/account-associations.js";
+import type { Db } from "../store/db.js";
+import { createGroupInvitesRepository, type GroupInvitesRepository } from "../store/group-invites.js";
+import { createGroupsRepository, type GroupsRepository } from "../store/groups.js";
+import { createIdentitiesRepository, type IdentitiesRepository } from "../store/identities.js";
+import { createIdentityProvidersRepository, type IdentityProvidersRepository } from "../store/identity-providers.js";
+import { createRoleBindingsRepository, type RoleBindingsRepository } from "../store/role-bindings.js";
+import { createRolesRepository, type RolesRepository } from "../store/roles.js";
+import { getOrCreateSecret } from "../store/server-keys.js";
 
 export interface ServiceContext {
   /** Current time in ms since the epoch (injectable for tests). */
@@ -24,4 +27,21 @@ export interface ServiceContext {
     readonly groupInvites: GroupInvitesRepository;
   };
   readonly pageTokens: PageTokenCodec;
+}
+
+/** The repositories over `db` and the page-token codec keyed by the database's own secret. */
+export function createServiceContext(db: Db, now: () => number): ServiceContext {
+  return {
+    now,
+    store: {
+      groups: createGroupsRepository(db),
+      identities: createIdentitiesRepository(db),
+      roles: createRolesRepository(db),
+      roleBindings: createRoleBindingsRepository(db),
+      identityProviders: createIdentityProvidersRepository(db),
+      accountAssociations: createAccountAssociationsRepository(db),
+      groupInvites: createGroupInvitesRepository(db),
+    },
+    pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
+  };
 }

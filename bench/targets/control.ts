@@ -1,0 +1,45 @@
+/**
+ * The control channel between the bench runner and a target process (Node IPC, `process.send`).
+ *
+ * The runner asks each target for its own CPU time (`process.cpuUsage()`, which covers every
+ * thread of the process: V8's GC and compiler threads included) before and after a run, so
+ * "server CPU per request" is measured inside the server, not guessed from the outside.
+ */
+
+/** Calls seen by the target's call pipeline, counted from its log lines: "Service/Method CODE" → n. */
+export type CallCounts = Record<string, number>;
+
+export interface Usage {
+  /** user + system CPU time of the whole process, µs. */
+  readonly cpuUs: number;
+  /** Peak resident set size so far, KiB (getrusage ru_maxrss). */
+  readonly maxRssKb: number;
+  readonly calls: CallCounts;
+}
+
+export type ControlRequest =
+  | { readonly id: number; readonly op: "usage" }
+  | { readonly id: number; readonly op: "profile-start" }
+  | { readonly id: number; readonly op: "profile-stop"; readonly file: string }
+  | { readonly id: number; readonly op: "raw"; readonly task: RawTask; readonly seconds: number };
+
+/** In-process ceilings measured by the `raw` target (see raw.ts). */
+export type RawTask =
+  | { readonly kind: "query-json"; readonly sql: string; readonly params: readonly (string | number)[] }
+  | { readonly kind: "insert-full" };
+
+export interface RawResult {
+  readonly ops: number;
+  readonly seconds: number;
+  readonly cpuUs: number;
+}
+
+export type ControlReply =
+  | { readonly id: number; readonly ok: true; readonly usage?: Usage; readonly raw?: RawResult }
+  | { readonly id: number; readonly ok: false; readonly error: string };
+
+/** Sent once by a target when it accepts connections. */
+export interface ReadyMessage {
+  readonly op: "ready";
+  readonly url: string;
+}
