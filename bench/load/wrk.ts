@@ -2,7 +2,7 @@
  * HTTP/1.1 load with wrk (Debian package `wrk`): one thread, keep-alive connections, a
  * generated Lua script per request description. For gRPC-web the script also reads every
  * response body and counts those without a `grpc-status:0` trailer frame, since gRPC-web
- * errors arrive with HTTP 200.
+ * errors arrive with HTTP 200 (the trailer frame reads `grpc-status: 0`).
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
@@ -34,7 +34,8 @@ export function luaScript(spec: RequestSpec, options: LoadOptions, bodyFile: str
       "threads = {}",
       "setup = function(thread) table.insert(threads, thread) end",
       "response = function(status, headers, body)",
-      '  if status ~= 200 or not string.find(body, "grpc-status:0", 1, true) then bad = bad + 1 end',
+      '  local code = string.match(body, "grpc%-status:%s*(%d+)")',
+      '  if status ~= 200 or code ~= "0" then bad = bad + 1 end',
       "end",
       "done = function(summary, latency, requests)",
       "  local n = 0",

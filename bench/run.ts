@@ -1,0 +1,345 @@
+/**
+ * `npm run bench [-- options]`: issue 8's benchmark in one process tree and one run.
+ *
+ *   --quick            tiny seed, one short run per scenario, Node loader when wrk/h2load are
+ *                      missing; asserts nothing about speed, fails if any scenario errors (CI)
+ *   --runs N           timed runs per scenario (default 3; quick 1), alternating scenarios
+ *   --seconds S        length of a timed run (default 8; quick 1)
+ *   --warmup S         discarded warm-up per scenario before the first run (default 5; quick 0)
+ *   --loader L         auto (wrk/h2load, Node fallback only in quick mode) | node
+ *   --only a,b         run only these scenario ids (ceilings they refer to are added)
+ *   --profile          after the timed runs, profile Trellis for rest-get, grpc-get and
+ *                      rest-list-depth-0 and print the top self-time frames
+ *   --out FILE         JSON results (default bench/results/latest.json)
+ *
+ * Every target (Trellis, the grpc-js peer, bare node:http/http2, raw SQLite) is a child
+ * process pinned to CPU 0; wrk/h2load run pinned to CPU 1. Server CPU per request comes from
+ * the target's own process.cpuUsage() (all threads) over each run.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import Database from "better-sqlite3";
+import { databaseFile } from "../src/store/db.js";
+import { h2load } from "./load/h2load.js";
+import { nodeLoader, sendOnce, succeeded } from "./load/node-loader.js";
+import type { LoadGenerator, LoadOptions } from "./load/types.js";
+import { wrk } from "./load/wrk.js";
+import { topSelfFrames } from "./profile-top.js";
+import { type RunFigures, type ScenarioResult, summarize, table, withRatios } from "./report.js";
+import { type LoadScenario, listPath, loadScenarios, rawScenarios, type ScenarioInput, type TargetKind } from "./scenarios.js";
+import { FULL_SEED, QUICK_SEED, seed } from "./seed.js";
+import type { Usage } from "./targets/control.js";
+import { startTarget, type Target } from "./targets/spawn.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const CREATE_METHOD = "chainguard.platform.iam.v2beta1.GroupsService/CreateGroup";
+/** How the auth scenario mints its operator token (built by the auth issue). */
+const MINT_TOKEN = (dataDir: string) => ["--import", "tsx", path.join(ROOT, "src/main.ts"), "auth", "token", "--local", "--data", dataDir];
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    runs: { type: "string" },
+    seconds: { type: "string" },
+    warmup: { type: "string" },
+    loader: { type: "string", default: "auto" },
+    only: { type: "string" },
+    profile: { type: "boolean", default: false },
+    out: { type: "string", default: path.join(ROOT, "bench/results/latest.json") },
+  },
+});
+const quick = flags.quick === true;
+const RUNS = Number(flags.runs ?? (quick ? 1 : 3));
+const SECONDS = Number(flags.seconds ?? (quick ? 1 : 8));
+const WARMUP = Number(flags.warmup ?? (quick ? 0 : 5));
+const say = (s: string) => process.stdout.write(`${s}\n`);
+
+function has(cmd: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
+}
+
+function versionOf(cmd: string, args: string[], re: RegExp): string | undefined {
+  const r = spawnSync(cmd, args, { encoding: "utf8" });
+  return re.exec(`${r.stdout}${r.stderr}`)?.[1];
+}
+
+function pkgVersion(name: string): string {
+  return (JSON.parse(fs.readFileSync(path.join(ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
+}
+
+async function main(): Promise<number> {
+  // 1. Preflight: tools, pinning, versions.
+  const tools = { wrk: has("wrk"), h2load: has("h2load"), taskset: has("taskset") };
+  const cores = os.availableParallelism();
+  const pin = tools.taskset && cores >= 2;
+  const serverCpu = pin ? "0" : undefined;
+  const loadCpu = pin ? "1" : undefined;
+  const forceNode = flags.loader === "node";
+  const missing: string[] = [];
+  if (!tools.wrk) missing.push("wrk (Debian package `wrk`)");
+  if (!tools.h2load) missing.push("h2load (Debian package `nghttp2-client`)");
+  const generatorFor = (proto: "h1" | "h2"): LoadGenerator | string => {
+    if (forceNode) return nodeLoader;
+    if (proto === "h1" && tools.wrk) return wrk;
+    if (proto === "h2" && tools.h2load) return h2load;
+    if (quick) return nodeLoader;
+    return `${proto === "h1" ? "wrk" : "h2load"} is not installed: apt-get install -y ${proto === "h1" ? "wrk" : "nghttp2-client"}`;
+  };
+  const env = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: os.cpus()[0]?.model ?? "?",
+    cores,
+    pinned: pin ? "server CPU 0, generator CPU 1" : "not pinned (needs taskset and 2 cores)",
+    wrk: tools.wrk ? (versionOf("wrk", ["-v"], /wrk (?:debian\/)?([\d.]+)/) ?? "installed") : undefined,
+    h2load: tools.h2load ? (versionOf("h2load", ["--version"], /nghttp2\/([\d.]+)/) ?? "installed") : undefined,
+    libraries: Object.fromEntries(
+      ["@connectrpc/connect-node", "@bufbuild/protobuf", "@grpc/grpc-js", "better-sqlite3", "drizzle-orm"].map((n) => [n, pkgVersion(n)]),
+    ),
+    sqlite: (new Database(":memory:").prepare("select sqlite_version() v").get() as { v: string }).v,
+    mode: quick ? "quick" : "full",
+    runs: RUNS,
+    seconds: SECONDS,
+    warmup: WARMUP,
+  };
+  say(`trellis bench (${env.mode}): node ${env.node}, ${cores} cores (${env.cpu}), ${env.pinned}`);
+  say(`  wrk ${env.wrk ?? "MISSING"}, h2load ${env.h2load ?? "MISSING"}; ${Object.entries(env.libraries).map(([k, v]) => `${k} ${v}`).join(", ")}; SQLite ${env.sqlite}`);
+  if (missing.length > 0) say(`  missing: ${missing.join(", ")}${quick || forceNode ? " — using the Node loader (numbers are client-bound)" : " — those scenarios are skipped"}`);
+
+  // 2. Seed a fresh data dir.
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-bench-"));
+  const targets: Target[] = [];
+  try {
+    const dataDir = path.join(work, "data");
+    const fixture = seed(dataDir, quick ? QUICK_SEED : FULL_SEED);
+    const deepRows = fixture.size.deepRows;
+    const depths = quick ? [0, 1000, deepRows - 100] : [0, 1000, 100_000];
+    say(
+      `seeded ${fixture.treeGroups} groups over 3 levels, ${fixture.size.identities} identities, ${deepRows} list rows in ${fixture.seconds.toFixed(1)} s`,
+    );
+
+    // 3. Targets, pinned to the server core. The bare servers answer with a real GetGroup body.
+    const start = async (kind: string, config: object) => {
+      const t = await startTarget(kind, config, serverCpu);
+      targets.push(t);
+      return t;
+    };
+    const [trellis, peer, raw] = await Promise.all([start("trellis", { dataDir }), start("peer", { dataDir }), start("raw", { dataDir, scratchDir: work })]);
+    const sample = await sendOnce(trellis.url, { proto: "h1", method: "GET", path: `/iam/v2beta1/groups/${fixture.getUid}`, headers: {}, success: "http" });
+    if (sample.status !== 200) throw new Error(`GetGroup sample failed: ${sample.status} ${sample.body.toString()}`);
+    const bodyFile = path.join(work, "getgroup.json");
+    fs.writeFileSync(bodyFile, sample.body);
+    const [bareH1, bareH2] = await Promise.all([start("bare-h1", { bodyFile }), start("bare-h2", { bodyFile })]);
+    const byKind: Record<TargetKind, Target> = { trellis, peer, "bare-h1": bareH1, "bare-h2": bareH2 };
+
+    // 4. Page tokens for the depth scenarios: walk the chain (200 rows a page; the token does not bind page_size).
+    const depthTokens = await walkTokens(trellis.url, `uidp.children_of=${fixture.deepOrg}`, depths.filter((d) => d > 0));
+    const auth = mintToken(dataDir);
+    const input: ScenarioInput = { ...fixture, depthTokens, depths, auth };
+    const only = flags.only?.split(",").filter(Boolean);
+    let scenarios = loadScenarios(input);
+    let raws = rawScenarios(input);
+    if (only) {
+      const wanted = new Set(only);
+      for (const s of scenarios) if (wanted.has(s.id)) for (const dep of [s.bare, s.ref?.id]) if (dep) wanted.add(dep);
+      scenarios = scenarios.filter((s) => wanted.has(s.id));
+      raws = raws.filter((s) => wanted.has(s.id));
+    }
+
+    // 5. Sample check: every scenario's response must be the real success before it is timed.
+    const runnable: { s: LoadScenario; gen: LoadGenerator }[] = [];
+    const results = new Map<string, ScenarioResult>();
+    for (const s of scenarios) {
+      const gen = generatorFor(s.request.proto);
+      const skip = s.skip ?? (typeof gen === "string" ? gen : undefined);
+      if (skip) {
+        results.set(s.id, summarize(s, "load", [], { status: "skipped", note: skip }));
+        continue;
+      }
+      const r = await sendOnce(byKind[s.target].url, s.request, "sample");
+      if (!succeeded(s.request, r) || (s.mustContain && !r.body.includes(s.mustContain))) {
+        const note = `sample response: HTTP ${r.status}, grpc-status ${r.grpcStatus ?? "-"}: ${r.body.subarray(0, 300).toString()}`;
+        results.set(s.id, summarize(s, "load", [], { status: "failed", note }));
+        continue;
+      }
+      runnable.push({ s, gen: gen as LoadGenerator });
+    }
+    for (const [id, r] of results) say(`  ${r.status.toUpperCase()} ${id}: ${r.note}`);
+
+    // 6. Warm-up, then RUNS rounds that alternate scenarios.
+    let runSeq = 0;
+    const options = (seconds: number, proto: "h1" | "h2"): LoadOptions => ({
+      seconds,
+      connections: proto === "h1" ? (quick ? 8 : 50) : quick ? 2 : 10,
+      streams: proto === "h1" ? 1 : quick ? 4 : 5,
+      runId: `r${process.pid}x${++runSeq}`,
+      workDir: work,
+      cpu: loadCpu,
+    });
+    if (WARMUP > 0) {
+      say(`warm-up: ${WARMUP} s per scenario`);
+      for (const { s, gen } of runnable) await gen.run(byKind[s.target].url, s.request, options(WARMUP, s.request.proto));
+    }
+    const runs = new Map<string, RunFigures[]>();
+    const rawRuns = new Map<string, RunFigures[]>();
+    const failures = new Map<string, string>();
+    for (let round = 1; round <= RUNS; round++) {
+      say(`round ${round}/${RUNS}`);
+      for (const { s, gen } of runnable) {
+        if (failures.has(s.id)) continue;
+        const target = byKind[s.target];
+        try {
+          const before = await target.usage();
+          const load = await gen.run(target.url, s.request, options(SECONDS, s.request.proto));
+          const after = await target.usage();
+          const serverErrors = notOk(after) - notOk(before);
+          const cpu = after.cpuUs - before.cpuUs;
+          const fig: RunFigures = {
+            requests: load.requests,
+            seconds: load.seconds,
+            rps: load.rps,
+            p50Ms: load.p50Ms,
+            p99Ms: load.p99Ms,
+            errors: Math.max(load.errors, serverErrors),
+            cpuUsPerReq: load.requests > 0 ? cpu / load.requests : Number.NaN,
+            serverCores: cpu / 1e6 / load.seconds,
+          };
+          (runs.get(s.id) ?? runs.set(s.id, []).get(s.id))?.push(fig);
+          say(
+            `  ${s.id.padEnd(22)} ${fig.rps.toFixed(0).padStart(7)} req/s  ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/req  p50 ${fig.p50Ms.toFixed(2)} ms  p99 ${fig.p99Ms.toFixed(2)} ms  err ${fig.errors}`,
+          );
+        } catch (err) {
+          failures.set(s.id, err instanceof Error ? err.message.split("\n")[0] as string : String(err));
+        }
+      }
+      for (const r of raws) {
+        const res = await raw.raw(r.task, quick ? 0.3 : SECONDS);
+        const fig: RunFigures = {
+          requests: res.ops,
+          seconds: res.seconds,
+          rps: res.ops / res.seconds,
+          p50Ms: Number.NaN,
+          p99Ms: Number.NaN,
+          errors: 0,
+          cpuUsPerReq: res.cpuUs / res.ops,
+          serverCores: res.cpuUs / 1e6 / res.seconds,
+        };
+        (rawRuns.get(r.id) ?? rawRuns.set(r.id, []).get(r.id))?.push(fig);
+        say(`  ${r.id.padEnd(22)} ${fig.rps.toFixed(0).padStart(7)} op/s   ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/op`);
+      }
+    }
+
+    // 7. CreateGroup: every OK call must be exactly one new row.
+    const finalTrellis = await trellis.usage();
+    if (runnable.some((x) => x.s.id === "rest-create")) {
+      const db = new Database(databaseFile(dataDir), { readonly: true });
+      const rows = (db.prepare("SELECT count(*) n FROM groups WHERE parent_uid = ?").get(fixture.writesOrg) as { n: number }).n;
+      db.close();
+      const ok = finalTrellis.calls[`${CREATE_METHOD} OK`] ?? 0;
+      if (rows !== ok) failures.set("rest-create", `${ok} CreateGroup calls answered OK but ${rows} rows were written`);
+      else say(`rest-create: ${rows} rows written = ${ok} OK calls`);
+    }
+
+    // 8. Results.
+    const rssOf = async (t: Target) => (await t.usage()).maxRssKb / 1024;
+    const rss = new Map<TargetKind, number>();
+    for (const kind of Object.keys(byKind) as TargetKind[]) rss.set(kind, await rssOf(byKind[kind]));
+    const all: ScenarioResult[] = [];
+    for (const s of scenarios) {
+      const done = results.get(s.id);
+      if (done) {
+        all.push(done);
+        continue;
+      }
+      const figs = runs.get(s.id) ?? [];
+      const failure = failures.get(s.id) ?? (figs.some((f) => f.errors > 0) ? "errors during the timed runs" : undefined);
+      const gen = runnable.find((x) => x.s.id === s.id)?.gen.name;
+      all.push(summarize(s, "load", figs, { generator: gen, status: failure ? "failed" : "ok", note: failure, peakRssMb: rss.get(s.target) }));
+    }
+    for (const r of raws) all.push(summarize(r, "raw", rawRuns.get(r.id) ?? [], { generator: "in-process", status: "ok", peakRssMb: undefined }));
+    const final = withRatios(all, scenarios);
+
+    // 9. Optional profiles of the Trellis process.
+    const profiles: Record<string, { file: string; top: ReturnType<typeof topSelfFrames> }> = {};
+    if (flags.profile) {
+      const dir = path.join(path.dirname(flags.out as string), "profiles");
+      fs.mkdirSync(dir, { recursive: true });
+      for (const id of ["rest-get", "grpc-get", "rest-list-depth-0"]) {
+        const x = runnable.find((r) => r.s.id === id);
+        if (!x) continue;
+        const file = path.join(dir, `${id}.cpuprofile`);
+        await trellis.profileStart();
+        await x.gen.run(trellis.url, x.s.request, options(SECONDS, x.s.request.proto));
+        await trellis.profileStop(file);
+        profiles[id] = { file, top: topSelfFrames(file, 15) };
+        say(`\nprofile ${id} (${path.relative(ROOT, file)}), top self time:`);
+        for (const f of profiles[id].top) say(`  ${f.pct.toFixed(1).padStart(5)}%  ${f.frame}`);
+      }
+    }
+
+    say(`\n${table(final)}`);
+    say("\nCPU µs/req is the server process's own CPU (all threads) per completed request: median (min–max) of the runs.");
+    say("÷bare = bare-runtime CPU/req ÷ this CPU/req (1.00 = as cheap as a bare server); ÷ref = the same against the named reference (rps: req/s ratio).");
+    fs.mkdirSync(path.dirname(flags.out as string), { recursive: true });
+    fs.writeFileSync(flags.out as string, `${JSON.stringify({ env, fixture, results: final, profiles }, null, 2)}\n`);
+    say(`results: ${path.relative(process.cwd(), flags.out as string)}`);
+    const bad = final.filter((r) => r.status === "failed");
+    for (const r of bad) say(`FAILED ${r.id}: ${r.note}`);
+    return bad.length > 0 ? 1 : 0;
+  } finally {
+    await Promise.allSettled(targets.map((t) => t.stop()));
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function notOk(u: Usage): number {
+  let n = 0;
+  for (const [key, count] of Object.entries(u.calls)) if (!key.endsWith(" OK")) n += count;
+  return n;
+}
+
+/** Follows next_page_token from the first page and keeps the token that starts at each depth. */
+async function walkTokens(url: string, filter: string, depths: readonly number[]): Promise<Map<number, string>> {
+  const out = new Map<number, string>();
+  const step = 200;
+  let token = "";
+  let seen = 0;
+  for (const depth of [...depths].sort((a, b) => a - b)) {
+    while (seen < depth) {
+      const size = Math.min(step, depth - seen);
+      const res = await fetch(`${url}${listPath(filter, token).replace("page_size=50", `page_size=${size}`)}`);
+      const body = (await res.json()) as { groups?: unknown[]; nextPageToken?: string };
+      if (!res.ok || !body.nextPageToken) return out;
+      seen += body.groups?.length ?? 0;
+      token = body.nextPageToken;
+    }
+    out.set(depth, token);
+  }
+  return out;
+}
+
+/** An operator token from `trellis auth token --local`, or why the auth scenario is skipped. */
+function mintToken(dataDir: string): { token: string } | { skip: string } {
+  try {
+    const token = execFileSync(process.execPath, MINT_TOKEN(dataDir), { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+    if (!token) return { skip: "`trellis auth token --local` printed no token" };
+    return { token };
+  } catch (err) {
+    const stderr = String((err as { stderr?: string }).stderr ?? "").split("\n")[0];
+    return { skip: `server has no auth yet (\`trellis auth token --local\` failed: ${stderr || "no output"})` };
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`bench: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,168 @@
+/**
+ * The scenarios of issue 8 §1, each with the ceiling it is compared to. GetGroup asks for the
+ * same third-level group on every door, so the doors differ only in protocol handling.
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { GetGroupRequestSchema, GroupsService } from "../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import type { RequestSpec } from "./load/types.js";
+import type { RawTask } from "./targets/control.js";
+
+export type TargetKind = "trellis" | "peer" | "bare-h1" | "bare-h2";
+
+export interface LoadScenario {
+  readonly id: string;
+  readonly title: string;
+  readonly target: TargetKind;
+  readonly request: RequestSpec;
+  /** The bare runtime ceiling of the same protocol (a scenario id). */
+  readonly bare?: string;
+  /** A second reference: the grpc-js peer or a raw storage ceiling (a scenario id). */
+  readonly ref?: { readonly id: string; readonly metric: "cpu" | "rps" };
+  /** The sample response must contain these bytes (proves it is the real answer, not an error). */
+  readonly mustContain?: string;
+  /** Set when the scenario cannot run in this bench run, with the reason. */
+  readonly skip?: string;
+}
+
+export interface RawScenario {
+  readonly id: string;
+  readonly title: string;
+  readonly task: RawTask;
+}
+
+export interface ScenarioInput {
+  readonly getUid: string;
+  readonly listOrg: string;
+  readonly deepOrg: string;
+  readonly writesOrg: string;
+  /** Page tokens for the depth scenarios, by depth in rows; missing → skipped. */
+  readonly depthTokens: ReadonlyMap<number, string>;
+  readonly depths: readonly number[];
+  /** A bearer token for the auth scenario, or why there is none. */
+  readonly auth: { readonly token: string } | { readonly skip: string };
+}
+
+export const GETGROUP_RPC = `/${GroupsService.typeName}/GetGroup`;
+export const PAGE_SIZE = 50;
+
+/** A gRPC / gRPC-web data frame: flag byte, big-endian length, payload. */
+export function frame(payload: Uint8Array): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+}
+
+export function listPath(filter: string, token?: string): string {
+  return `/iam/v2beta1/groups?${filter}&page_size=${PAGE_SIZE}${token ? `&page_token=${encodeURIComponent(token)}` : ""}`;
+}
+
+export function loadScenarios(input: ScenarioInput): LoadScenario[] {
+  const uid = input.getUid;
+  const proto = Buffer.from(toBinary(GetGroupRequestSchema, create(GetGroupRequestSchema, { uid })));
+  const json = Buffer.from(JSON.stringify({ uid }));
+  const get = (over: Partial<RequestSpec>): RequestSpec => ({
+    proto: "h1",
+    method: "POST",
+    path: GETGROUP_RPC,
+    headers: {},
+    success: "http",
+    ...over,
+  });
+  const connectJson = { "content-type": "application/json", "connect-protocol-version": "1" };
+  const connectProto = { "content-type": "application/proto", "connect-protocol-version": "1" };
+  const grpc = { "content-type": "application/grpc", te: "trailers" };
+  const restGet = get({ method: "GET", path: `/iam/v2beta1/groups/${uid}` });
+  const h1 = { bare: "bare-h1" } as const;
+  const h2 = { bare: "bare-h2" } as const;
+  const vsPeer = { ref: { id: "grpc-peer-get", metric: "cpu" } } as const;
+  const deep = `uidp.children_of=${input.deepOrg}`;
+
+  const scenarios: LoadScenario[] = [
+    // Ceilings first: every ratio refers to them.
+    { id: "bare-h1", title: "bare node:http (same body)", target: "bare-h1", request: restGet },
+    { id: "bare-h2", title: "bare node:http2 (same body)", target: "bare-h2", request: { ...restGet, proto: "h2" } },
+    { id: "grpc-peer-get", title: "grpc-js peer GetGroup (gRPC)", target: "peer", request: get({ proto: "h2", headers: grpc, body: frame(proto), success: "grpc" }), ...h2, mustContain: uid },
+    // The doors.
+    { id: "rest-get", title: "REST GetGroup", target: "trellis", request: restGet, ...h1, ...vsPeer, mustContain: uid },
+    { id: "grpc-get", title: "gRPC GetGroup", target: "trellis", request: get({ proto: "h2", headers: grpc, body: frame(proto), success: "grpc" }), ...h2, ...vsPeer, mustContain: uid },
+    { id: "connect-json-h1-get", title: "Connect JSON h1 GetGroup", target: "trellis", request: get({ headers: connectJson, body: json }), ...h1, ...vsPeer, mustContain: uid },
+    { id: "connect-proto-h1-get", title: "Connect binary h1 GetGroup", target: "trellis", request: get({ headers: connectProto, body: proto }), ...h1, ...vsPeer, mustContain: uid },
+    { id: "connect-json-h2-get", title: "Connect JSON h2 GetGroup", target: "trellis", request: get({ proto: "h2", headers: connectJson, body: json }), ...h2, ...vsPeer, mustContain: uid },
+    { id: "connect-proto-h2-get", title: "Connect binary h2 GetGroup", target: "trellis", request: get({ proto: "h2", headers: connectProto, body: proto }), ...h2, ...vsPeer, mustContain: uid },
+    {
+      id: "grpc-web-get",
+      title: "gRPC-web GetGroup (h1)",
+      target: "trellis",
+      request: get({ headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" }, body: frame(proto), success: "grpc-web" }),
+      ...h1,
+      ...vsPeer,
+      mustContain: uid,
+    },
+    {
+      id: "rest-get-auth",
+      title: "REST GetGroup, auth on",
+      target: "trellis",
+      request: "token" in input.auth ? { ...restGet, headers: { authorization: `Bearer ${input.auth.token}` } } : restGet,
+      ...h1,
+      ref: { id: "rest-get", metric: "cpu" },
+      mustContain: uid,
+      skip: "skip" in input.auth ? input.auth.skip : undefined,
+    },
+    {
+      id: "rest-list",
+      title: `REST ListGroups (${PAGE_SIZE}, descendants_of)`,
+      target: "trellis",
+      request: get({ method: "GET", path: listPath(`uidp.descendants_of=${input.listOrg}`) }),
+      ...h1,
+      ref: { id: "raw-list", metric: "cpu" },
+      mustContain: input.listOrg,
+    },
+    ...input.depths.map((depth, i): LoadScenario => {
+      const token = depth === 0 ? undefined : input.depthTokens.get(depth);
+      return {
+        id: `rest-list-depth-${i}`,
+        title: `REST List at row ${depth === 0 ? 1 : depth.toLocaleString("en-US")}`,
+        target: "trellis",
+        request: get({ method: "GET", path: listPath(deep, token) }),
+        ...h1,
+        ref: { id: "raw-deep", metric: "cpu" },
+        mustContain: input.deepOrg,
+        skip: depth !== 0 && token === undefined ? `no page token reached row ${depth}` : undefined,
+      };
+    }),
+    {
+      id: "rest-create",
+      title: "REST CreateGroup (synchronous=FULL)",
+      target: "trellis",
+      request: get({ path: `/iam/v2beta1/groups/${input.writesOrg}`, headers: { "content-type": "application/json" }, uniqueNameBody: '{"name":"w-NAME"}' }),
+      ...h1,
+      ref: { id: "raw-insert", metric: "rps" },
+      mustContain: input.writesOrg,
+    },
+  ];
+  return scenarios;
+}
+
+export function rawScenarios(input: ScenarioInput): RawScenario[] {
+  return [
+    {
+      id: "raw-list",
+      title: "raw SQLite+JSON: the rest-list page",
+      task: {
+        kind: "query-json",
+        sql: `SELECT * FROM groups WHERE uid > ? AND uid < ? ORDER BY uid LIMIT ${PAGE_SIZE + 1}`,
+        params: [`${input.listOrg}/`, `${input.listOrg}0`],
+      },
+    },
+    {
+      id: "raw-deep",
+      title: "raw SQLite+JSON: a keyset page of the deep org",
+      task: {
+        kind: "query-json",
+        sql: `SELECT * FROM groups WHERE parent_uid = ? AND uid > ? ORDER BY uid LIMIT ${PAGE_SIZE + 1}`,
+        params: [input.deepOrg, `${input.deepOrg}/8`],
+      },
+    },
+    { id: "raw-insert", title: "raw SQLite INSERT, autocommit, synchronous=FULL", task: { kind: "insert-full" } },
+  ];
+}
