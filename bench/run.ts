@@ -197,6 +197,7 @@ async function main(): Promise<number> {
           const load = await gen.run(target.url, s.request, options(SECONDS, s.request.proto));
           const after = await target.usage();
           const serverErrors = notOk(after) - notOk(before);
+          const errorDetail = [load.errorDetail, serverErrors > 0 ? `server non-OK ${serverErrors}` : undefined].filter(Boolean).join("; ") || undefined;
           const cpu = after.cpuUs - before.cpuUs;
           const fig: RunFigures = {
             requests: load.requests,
@@ -205,12 +206,13 @@ async function main(): Promise<number> {
             p50Ms: load.p50Ms,
             p99Ms: load.p99Ms,
             errors: Math.max(load.errors, serverErrors),
+            errorDetail,
             cpuUsPerReq: load.requests > 0 ? cpu / load.requests : Number.NaN,
             serverCores: cpu / 1e6 / load.seconds,
           };
           (runs.get(s.id) ?? runs.set(s.id, []).get(s.id))?.push(fig);
           say(
-            `  ${s.id.padEnd(22)} ${fig.rps.toFixed(0).padStart(7)} req/s  ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/req  p50 ${fig.p50Ms.toFixed(2)} ms  p99 ${fig.p99Ms.toFixed(2)} ms  err ${fig.errors}`,
+            `  ${s.id.padEnd(22)} ${fig.rps.toFixed(0).padStart(7)} req/s  ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/req  p50 ${fig.p50Ms.toFixed(2)} ms  p99 ${fig.p99Ms.toFixed(2)} ms  err ${fig.errors}${errorDetail ? ` (${errorDetail})` : ""}`,
           );
         } catch (err) {
           failures.set(s.id, err instanceof Error ? err.message.split("\n")[0] as string : String(err));
@@ -256,7 +258,8 @@ async function main(): Promise<number> {
         continue;
       }
       const figs = runs.get(s.id) ?? [];
-      const failure = failures.get(s.id) ?? (figs.some((f) => f.errors > 0) ? "errors during the timed runs" : undefined);
+      const errored = figs.filter((f) => f.errors > 0).map((f) => f.errorDetail ?? String(f.errors));
+      const failure = failures.get(s.id) ?? (errored.length > 0 ? `errors during the timed runs: ${errored.join(" | ")}` : undefined);
       const gen = runnable.find((x) => x.s.id === s.id)?.gen.name;
       all.push(summarize(s, "load", figs, { generator: gen, status: failure ? "failed" : "ok", note: failure, peakRssMb: rss.get(s.target) }));
     }

@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { type LoadGenerator, type LoadResult, percentile } from "./types.js";
+import { detail, type LoadGenerator, type LoadResult, percentile } from "./types.js";
 import { pinned } from "./wrk.js";
 
 const run = promisify(execFile);
@@ -20,12 +20,13 @@ export function parseH2load(out: string, log: string): LoadResult {
   const seconds = Number(fin[1]) / (fin[2] === "ms" ? 1000 : 1);
   const done = Number(req[3]);
   const errors = Number(req[5]) + Number(req[6]) + Number(req[7]);
+  const errorDetail = detail({ failed: Number(req[5]), errored: Number(req[6]), timeout: Number(req[7]) });
   const durations = log
     .split("\n")
     .filter(Boolean)
     .map((line) => Number(line.split("\t")[2]) / 1000)
     .sort((a, b) => a - b);
-  return { requests: done, seconds, rps: done / seconds, p50Ms: percentile(durations, 50), p99Ms: percentile(durations, 99), errors };
+  return { requests: done, seconds, rps: done / seconds, p50Ms: percentile(durations, 50), p99Ms: percentile(durations, 99), errors, errorDetail };
 }
 
 export const h2load: LoadGenerator = {

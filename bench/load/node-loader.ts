@@ -148,6 +148,7 @@ export const nodeLoader: LoadGenerator = {
       p50Ms: percentile(latencies, 50),
       p99Ms: percentile(latencies, 99),
       errors,
+      errorDetail: errors > 0 ? `failed ${errors}` : undefined,
     };
   },
 };

@@ -45,6 +45,16 @@ export interface LoadResult {
   readonly p99Ms: number;
   /** Requests the generator saw fail: non-2xx, socket errors, bad gRPC(-web) status it can see. */
   readonly errors: number;
+  /** What the errors were, e.g. "non-2xx 3, socket timeout 2" (absent when none). */
+  readonly errorDetail?: string;
+}
+
+/** "a 1, b 2" of the non-zero counts, or undefined. */
+export function detail(counts: Readonly<Record<string, number>>): string | undefined {
+  const parts = Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${k} ${n}`);
+  return parts.length > 0 ? parts.join(", ") : undefined;
 }
 
 export interface LoadGenerator {

@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import type { LoadGenerator, LoadOptions, LoadResult, RequestSpec } from "./types.js";
+import { detail, type LoadGenerator, type LoadOptions, type LoadResult, type RequestSpec } from "./types.js";
 
 const run = promisify(execFile);
 
@@ -64,7 +64,15 @@ export function parseWrk(out: string): LoadResult {
   const bad = Number(/BENCH_BAD (\d+)/.exec(out)?.[1] ?? 0);
   // A response with a non-2xx status is also "bad" for the gRPC-web check: count it once.
   const errors = Math.max(non2xx, bad) + socketErrors;
-  return { requests, seconds, rps: requests / seconds, p50Ms: lat("50"), p99Ms: lat("99"), errors };
+  const errorDetail = detail({
+    "non-2xx": non2xx,
+    "bad grpc-status": bad,
+    "socket connect": Number(sock?.[1] ?? 0),
+    "socket read": Number(sock?.[2] ?? 0),
+    "socket write": Number(sock?.[3] ?? 0),
+    "client timeout": Number(sock?.[4] ?? 0),
+  });
+  return { requests, seconds, rps: requests / seconds, p50Ms: lat("50"), p99Ms: lat("99"), errors, errorDetail };
 }
 
 export const wrk: LoadGenerator = {
@@ -78,7 +86,8 @@ export const wrk: LoadGenerator = {
     }
     const script = path.join(options.workDir, `wrk-${options.runId}.lua`);
     fs.writeFileSync(script, luaScript(spec, options, bodyFile), { mode: 0o600 });
-    const args = ["-t1", `-c${options.connections}`, `-d${Math.max(1, Math.round(options.seconds))}s`, "--latency", "-s", script, url];
+    // wrk's default 2 s timeout would count a slow answer (a deep queue of writes) as an error.
+    const args = ["-t1", `-c${options.connections}`, `-d${Math.max(1, Math.round(options.seconds))}s`, "--timeout", "30s", "--latency", "-s", script, url];
     const { stdout } = await run(...pinned(options.cpu, "wrk", args), { maxBuffer: 1 << 20 });
     return parseWrk(stdout);
   },
