@@ -74,7 +74,7 @@ export function withRatios(results: ScenarioResult[], scenarios: readonly LoadSc
   const rps = (id: string) => byId.get(id)?.rps?.median;
   return results.map((r) => {
     const s = scenarios.find((x) => x.id === r.id);
-    if (!s || r.status !== "ok") return r;
+    if (!s || r.runs.length === 0) return r;
     const mine = cpu(r.id);
     const out: { -readonly [K in keyof ScenarioResult]: ScenarioResult[K] } = { ...r };
     if (s.bare && mine && cpu(s.bare)) out.vsBare = { id: s.bare, ratio: (cpu(s.bare) as number) / mine };

@@ -271,7 +271,7 @@ async function main(): Promise<number> {
     if (flags.profile) {
       const dir = path.join(path.dirname(flags.out as string), "profiles");
       fs.mkdirSync(dir, { recursive: true });
-      for (const id of ["rest-get", "grpc-get", "rest-list-depth-0"]) {
+      for (const id of ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0"]) {
         const x = runnable.find((r) => r.s.id === id);
         if (!x) continue;
         const file = path.join(dir, `${id}.cpuprofile`);
