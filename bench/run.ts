@@ -8,8 +8,9 @@
  *   --warmup S         discarded warm-up per scenario before the first run (default 5; quick 0)
  *   --loader L         auto (wrk/h2load, Node fallback only in quick mode) | node
  *   --only a,b         run only these scenario ids (ceilings they refer to are added)
- *   --profile          after the timed runs, profile Trellis for rest-get, grpc-get and
- *                      rest-list-depth-0 and print the top self-time frames
+ *   --profile          after the timed runs, profile Trellis (V8 sampling profiler, 100 µs)
+ *                      for rest-get, grpc-get, rest-list, rest-list-depth-0 and rest-create;
+ *                      writes <out dir>/profiles/<id>.cpuprofile, prints the top self-time frames
  *   --out FILE         JSON results (default bench/results/latest.json)
  *
  * Every target (Trellis, the grpc-js peer, bare node:http/http2, raw SQLite) is a child
@@ -24,6 +25,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { databaseFile } from "../src/store/db.js";
+import { checkGoals, goalsText } from "./goals.js";
 import { h2load } from "./load/h2load.js";
 import { nodeLoader, sendOnce, succeeded } from "./load/node-loader.js";
 import type { LoadGenerator, LoadOptions } from "./load/types.js";
@@ -271,7 +273,7 @@ async function main(): Promise<number> {
     if (flags.profile) {
       const dir = path.join(path.dirname(flags.out as string), "profiles");
       fs.mkdirSync(dir, { recursive: true });
-      for (const id of ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0"]) {
+      for (const id of ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create"]) {
         const x = runnable.find((r) => r.s.id === id);
         if (!x) continue;
         const file = path.join(dir, `${id}.cpuprofile`);
@@ -284,11 +286,13 @@ async function main(): Promise<number> {
       }
     }
 
+    const goals = checkGoals(final);
     say(`\n${table(final)}`);
     say("\nCPU µs/req is the server process's own CPU (all threads) per completed request: median (min–max) of the runs.");
     say("÷bare = bare-runtime CPU/req ÷ this CPU/req (1.00 = as cheap as a bare server); ÷ref = the same against the named reference (rps: req/s ratio).");
+    if (!quick) say(`\n${goalsText(goals)}`);
     fs.mkdirSync(path.dirname(flags.out as string), { recursive: true });
-    fs.writeFileSync(flags.out as string, `${JSON.stringify({ env, fixture, results: final, profiles }, null, 2)}\n`);
+    fs.writeFileSync(flags.out as string, `${JSON.stringify({ env, fixture, results: final, goals, profiles }, null, 2)}\n`);
     say(`results: ${path.relative(process.cwd(), flags.out as string)}`);
     const bad = final.filter((r) => r.status === "failed");
     for (const r of bad) say(`FAILED ${r.id}: ${r.note}`);

@@ -1,0 +1,51 @@
+/**
+ * Issue 8 §2's targets, computed from one run's medians. Informational: the bench prints
+ * and records them but never fails on speed (the machine is shared; see docs/performance.md).
+ */
+import type { ScenarioResult } from "./report.js";
+
+export interface GoalCheck {
+  readonly goal: string;
+  /** The measured value, in the goal's unit, or undefined when a scenario is missing. */
+  readonly measured?: number;
+  readonly unit: string;
+  readonly holds?: boolean;
+}
+
+export function checkGoals(results: readonly ScenarioResult[]): GoalCheck[] {
+  const byId = new Map(results.filter((r) => r.runs.length > 0).map((r) => [r.id, r]));
+  const cpu = (id: string) => byId.get(id)?.cpuUsPerReq?.median;
+  const ratio = (num: number | undefined, den: number | undefined) => (num !== undefined && den !== undefined ? num / den : undefined);
+  const atLeast = (goal: string, measured: number | undefined, min: number, unit = "×"): GoalCheck => ({
+    goal,
+    measured,
+    unit,
+    holds: measured === undefined ? undefined : measured >= min,
+  });
+  const atMost = (goal: string, measured: number | undefined, max: number, unit: string): GoalCheck => ({
+    goal,
+    measured,
+    unit,
+    holds: measured === undefined ? undefined : measured <= max,
+  });
+  return [
+    atLeast("REST GetGroup ≥ 0.50 of bare node:http (CPU)", ratio(cpu("bare-h1"), cpu("rest-get")), 0.5),
+    atLeast("REST List page ≥ 0.60 of raw SQLite+JSON for the same page (CPU)", ratio(cpu("raw-list"), cpu("rest-list")), 0.6),
+    atLeast("gRPC GetGroup at least as cheap as the grpc-js peer (CPU)", ratio(cpu("grpc-peer-get"), cpu("grpc-get")), 1.0),
+    atLeast("Connect JSON (h1) ≥ 0.40 of bare node:http (CPU)", ratio(cpu("bare-h1"), cpu("connect-json-h1-get")), 0.4),
+    atLeast("Connect binary (h1) ≥ 0.40 of bare node:http (CPU)", ratio(cpu("bare-h1"), cpu("connect-proto-h1-get")), 0.4),
+    atLeast("gRPC-web ≥ 0.25 of bare node:http (CPU)", ratio(cpu("bare-h1"), cpu("grpc-web-get")), 0.25),
+    atMost("List at row 100,000 ≤ 1.5× page 1 (CPU)", ratio(cpu("rest-list-depth-2"), cpu("rest-list-depth-0")), 1.5, "×"),
+    atLeast("CreateGroup ≥ 2,500 writes/s with synchronous=FULL", byId.get("rest-create")?.rps?.median, 2500, "/s"),
+    atMost("Token verification adds ≤ 15 µs per call", ratio((cpu("rest-get-auth") ?? Number.NaN) - (cpu("rest-get") ?? 0), 1), 15, "µs"),
+  ].map((g) => (g.measured !== undefined && Number.isNaN(g.measured) ? { ...g, measured: undefined, holds: undefined } : g));
+}
+
+export function goalsText(goals: readonly GoalCheck[]): string {
+  const lines = goals.map((g) => {
+    const mark = g.holds === undefined ? "  n/a " : g.holds ? "  met " : "  MISS";
+    const value = g.measured === undefined ? "not measured" : `${g.measured.toLocaleString("en-US", { maximumFractionDigits: g.unit === "×" ? 2 : 0 })}${g.unit === "×" ? "×" : ` ${g.unit}`}`;
+    return `${mark}  ${g.goal}: ${value}`;
+  });
+  return ["issue 8 targets (informational, never fails the run):", ...lines].join("\n");
+}
