@@ -19,8 +19,12 @@ export function parseH2load(out: string, log: string): LoadResult {
   if (!fin || !req) throw new Error(`could not parse h2load output:\n${out}`);
   const seconds = Number(fin[1]) / (fin[2] === "ms" ? 1000 : 1);
   const done = Number(req[3]);
-  const errors = Number(req[5]) + Number(req[6]) + Number(req[7]);
-  const errorDetail = detail({ failed: Number(req[5]), errored: Number(req[6]), timeout: Number(req[7]) });
+  // "failed" already includes the errored and timed-out streams; a done request that did not
+  // succeed had a non-2xx status.
+  const failed = Number(req[5]);
+  const non2xx = done - Number(req[4]);
+  const errors = Math.max(failed, non2xx);
+  const errorDetail = detail({ failed, errored: Number(req[6]), timeout: Number(req[7]), "not 2xx": non2xx });
   const durations = log
     .split("\n")
     .filter(Boolean)
