@@ -82,7 +82,8 @@ function nameTaken(name: string): Error {
   return alreadyExists("repo", name, `the group already has a repo named ${JSON.stringify(name)}`);
 }
 
-function findByName(tx: Db, parentUid: string, name: string): RepoRow | undefined {
+/** The group's repo of that name, if any. Runs in the caller's transaction. */
+export function findRepoByName(tx: Db, parentUid: string, name: string): RepoRow | undefined {
   return tx.select().from(repos).where(and(eq(repos.parentUid, parentUid), eq(repos.name, name))).get();
 }
 
@@ -99,7 +100,7 @@ export function requireRepo(tx: Db, uid: string): RepoRow {
  */
 export function upsertRepoInTx(tx: Db, parentUid: string, fields: RepoFields, now: number): { row: RepoRecord; outcome: UpsertOutcome } {
   requireGroup(tx, parentUid);
-  const existing = findByName(tx, parentUid, fields.name);
+  const existing = findRepoByName(tx, parentUid, fields.name);
   const cols = columnsOf(fields);
   if (!existing) {
     const row = { uid: newUidp(parentUid), parentUid, ...cols, createTime: now, updateTime: now } as RepoRow;
@@ -147,7 +148,7 @@ export function createReposRepository(db: Db): ReposRepository {
     async create(parentUid, fields, now) {
       return writeTransaction(db, (tx) => {
         requireGroup(tx, parentUid);
-        if (findByName(tx, parentUid, fields.name)) throw nameTaken(fields.name);
+        if (findRepoByName(tx, parentUid, fields.name)) throw nameTaken(fields.name);
         return upsertRepoInTx(tx, parentUid, fields, now).row;
       });
     },
@@ -156,7 +157,7 @@ export function createReposRepository(db: Db): ReposRepository {
       return writeTransaction(db, (tx) => {
         const existing = requireRepo(tx, uid);
         if (changes.name !== undefined && changes.name !== existing.name) {
-          if (findByName(tx, existing.parentUid, changes.name)) throw nameTaken(changes.name);
+          if (findRepoByName(tx, existing.parentUid, changes.name)) throw nameTaken(changes.name);
         }
         tx.update(repos)
           .set({ ...columnsOf(changes), updateTime: now })
