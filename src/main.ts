@@ -1,20 +1,25 @@
 /**
- * Command-line entry: `trellis serve [--addr HOST:PORT] [--data DIR] ...` (also `npm start`).
+ * Command-line entry: `trellis serve [--addr HOST:PORT] [--data DIR] ...` (also `npm start`)
+ * and `trellis import ...` (src/import/run-import.ts).
  *
  * Prints exactly one line `listening on http://HOST:PORT` on stdout when ready; logs go to
  * stderr. SIGINT/SIGTERM stop gracefully and exit 0.
  */
+import { runImport } from "./import/run-import.js";
 import { parseServeConfig } from "./server/config.js";
 import { startApp } from "./server/create-app.js";
 
 const USAGE = `usage: trellis serve [--addr HOST:PORT] [--data DIR] [--tls-cert FILE --tls-key FILE]
-                     [--error-domain DOMAIN] [--log-level LEVEL] [--cors-origin ORIGIN ...]`;
+                     [--error-domain DOMAIN] [--log-level LEVEL] [--cors-origin ORIGIN ...]
+       trellis import [--data DIR] [--group UID] [--quiet] FILE|DIR...`;
 
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...rest] = argv;
   switch (command) {
     case "serve":
       return serve(rest);
+    case "import":
+      return runImport(rest);
     case "help":
     case "--help":
     case "-h":
