@@ -9,7 +9,9 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runImport } from "../../src/import/run-import.js";
+import { listInputFiles } from "../../src/import/read-records.js";
+import { importFiles, runImport } from "../../src/import/run-import.js";
+import { openDatabase } from "../../src/store/db.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
@@ -153,5 +155,40 @@ describe("trellis import", () => {
       holder.close();
     }
     expect(snapshotDb(t.dbFile)).toBe(before);
+  });
+
+  it("rolls a record that fails half-way back to its savepoint: nothing partial is committed", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-savepoint-"));
+    try {
+      const group = "d".repeat(40);
+      const setup = openDatabase(dir);
+      // CGA-3333 holds two advisories; make the second one's first event fail after the
+      // first advisory (curl, with its aliases and events) has been written in the same record.
+      setup.db.$client.exec(`
+        INSERT INTO groups (uid, name, create_time, update_time) VALUES ('${group}', 'g', 0, 0);
+        CREATE TRIGGER fail_libcurl BEFORE INSERT ON advisory_events
+        WHEN (SELECT artifact_name FROM advisories WHERE uid = NEW.advisory_uid) = 'libcurl-openssl4'
+        BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`);
+      setup.close();
+      const summary = await importFiles(dir, listInputFiles([OSV_DIR]), { group });
+      expect(summary).toMatchObject({ loaded: 2, rejected: 3 });
+      expect(summary.rejections.map((r) => r.reason)).toContain("injected failure");
+      const db = new Database(path.join(dir, "trellis.db"), { readonly: true });
+      try {
+        const names = db.prepare("SELECT advisory_id || ' ' || artifact_name AS n FROM advisories ORDER BY n").all();
+        expect(names).toEqual([{ n: "CGA-2222-aaaa-bbbb openssl" }, { n: "GHSA-wxyz-1234-5678 requests" }]);
+        const orphans = db
+          .prepare(
+            "SELECT (SELECT count(*) FROM advisory_events WHERE advisory_uid NOT IN (SELECT uid FROM advisories)) + (SELECT count(*) FROM advisory_aliases WHERE advisory_uid NOT IN (SELECT uid FROM advisories)) AS n",
+          )
+          .get() as { n: number };
+        expect(orphans.n).toBe(0);
+        expect((db.prepare("SELECT count(*) AS n FROM advisory_aliases WHERE alias = 'CVE-2026-2222'").get() as { n: number }).n).toBe(0);
+      } finally {
+        db.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
