@@ -30,8 +30,8 @@ async function runBlock(block: string): Promise<string[]> {
 }
 
 describe("README examples", () => {
-  it("has the three example blocks (gRPC, Connect, REST)", () => {
-    expect(blocks.length).toBe(3);
+  it("has the four example blocks (gRPC, Connect, REST, registry)", () => {
+    expect(blocks.length).toBe(4);
   });
 
   it("gRPC via buf curl: lists services and creates a group", async () => {
@@ -47,7 +47,7 @@ describe("README examples", () => {
   });
 
   it("REST via curl: the spec's flow, including its two errors", async () => {
-    const lines = (await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups")) as string)).map((l) => JSON.parse(l));
+    const lines = (await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups") && !b.includes("/registry/")) as string)).map((l) => JSON.parse(l));
     const [team, list, patched, invalid, notEmpty, v1] = lines;
     expect(team.name).toBe("team");
     expect(list.groups.map((g: { name: string }) => g.name)).toEqual(["team"]);
@@ -56,5 +56,14 @@ describe("README examples", () => {
     expect(invalid).toMatchObject({ code: 3, message: 'Invalid argument: name: name must match "^[a-z0-9 ._-]{1,}$"' });
     expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child groups" });
     expect(v1.items[0]).toMatchObject({ name: "acme", description: "renamed" });
+  });
+
+  it("registry via curl and gRPC: a repo, its tag, advisories and the spec's delete-with-repos error", async () => {
+    const lines = (await runBlock(blocks.find((b) => b.includes("/registry/v2beta1/")) as string)).map((l) => JSON.parse(l));
+    const [tags, advisories, repos, notEmpty] = lines;
+    expect(tags.tags.map((x: { name: string }) => x.name)).toEqual(["latest"]);
+    expect(advisories).toEqual({ advisories: [], nextPageToken: "", totalCount: "0", skipped: 0 });
+    expect(repos.repos.map((x: { name: string }) => x.name)).toEqual(["nginx"]);
+    expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child repos" });
   });
 });
