@@ -6,8 +6,9 @@
  * - Idempotent: every resource has a natural key (repo: group + name; tag: repo + name;
  *   advisory: group + id + artifact), so a re-import updates in place and never duplicates.
  * - Bounded transactions: records are written in batches of BATCH_SIZE, one BEGIN IMMEDIATE
- *   transaction per batch, with a SAVEPOINT per record: a record that fails is rolled back
- *   to its savepoint (nothing partial of it stays), reported and skipped.
+ *   transaction per batch (split early after MAX_LOCK_MS), with a SAVEPOINT per record: a
+ *   record that fails is rolled back to its savepoint (nothing partial of it stays), reported
+ *   and skipped.
  * - Coexists with a running server: it does not take the data-directory lock, only SQLite's
  *   write lock per batch (WAL lets the server keep reading). If it cannot get that lock within
  *   the busy timeout it stops with a clear message; batches already committed stay.
@@ -21,11 +22,17 @@ import Database from "better-sqlite3";
 import cliProgress from "cli-progress";
 import { ApiError } from "../errors/api-error.js";
 import { BUSY_TIMEOUT_MS, openDatabase } from "../store/db.js";
+import { createGroupsRepository } from "../store/groups.js";
 import type { UpsertOutcome } from "../store/repos.js";
 import { applyRecord } from "./apply-record.js";
 import { listInputFiles, type RawRecord, readRecords, totalBytes } from "./read-records.js";
 
 export const BATCH_SIZE = 500;
+/**
+ * A transaction is also committed once it has held the write lock this long, so a running
+ * server's writes (which wait up to the 1 s busy timeout) are never starved by a slow batch.
+ */
+export const MAX_LOCK_MS = 200;
 /** How many rejections the summary explains one by one. */
 export const REJECTIONS_SHOWN = 10;
 
@@ -139,6 +146,10 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
   }
   const { db } = database;
   const sqlite = db.$client;
+  if (options.group !== undefined && !(await createGroupsRepository(db).get(options.group))) {
+    database.close();
+    throw new Error(`--group ${options.group}: no such group in ${dataDir}`);
+  }
   const bar = options.progress
     ? new cliProgress.SingleBar(
         {
@@ -171,9 +182,15 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
   const commitBatch = (batch: RawRecord[]) => {
     if (batch.length === 0) return;
     begin();
+    let lockedAt = Date.now();
     try {
-      const now = Date.now();
+      const now = lockedAt;
       for (const rec of batch) {
+        if (Date.now() - lockedAt > MAX_LOCK_MS) {
+          sqlite.exec("COMMIT");
+          begin();
+          lockedAt = Date.now();
+        }
         summary.records++;
         if (rec.error !== undefined) {
           reject(rec.where, rec.error);

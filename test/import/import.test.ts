@@ -139,6 +139,9 @@ describe("trellis import", () => {
     expect(r.code).toBe(3);
     expect((await run([])).code).toBe(2);
     expect((await run(["/no/such/path"])).stderr).toContain("no such file or directory");
+    const noGroup = await run(["--group", "e".repeat(40), OSV_DIR]);
+    expect(noGroup.code).toBe(1);
+    expect(noGroup.stderr).toContain(`--group ${"e".repeat(40)}: no such group`);
   });
 
   it("refuses clearly, changing nothing, when another writer holds the database lock", async () => {
