@@ -3,6 +3,7 @@
  * with a broken file in it, native NDJSON records, re-import idempotence, the progress bar,
  * and the clear refusal when another writer holds the database lock.
  */
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -190,6 +191,40 @@ describe("trellis import", () => {
       } finally {
         db.close();
       }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("runs as a separate process beside the serving server: the server's writes keep succeeding", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-feed-"));
+    try {
+      const feed = path.join(dir, "feed.ndjson");
+      const lines = [JSON.stringify({ repo: { name: "bulk" } })];
+      for (let i = 0; i < 3000; i++) {
+        lines.push(JSON.stringify({ repo_name: "bulk", tag: { name: `v${i}`, digest: `sha256:${i.toString(16).padStart(64, "0")}` } }));
+      }
+      fs.writeFileSync(feed, lines.join("\n"));
+      const child = new Promise<{ code: number; stdout: string }>((resolve) => {
+        execFile("node", ["bin/trellis.mjs", "import", "--data", t.dataDir, "--group", org, feed], (err, stdout) =>
+          resolve({ code: err ? Number(err.code) : 0, stdout }),
+        );
+      });
+      let finished = false;
+      void child.then(() => {
+        finished = true;
+      });
+      const statuses: number[] = [];
+      for (let i = 0; !finished || i < 3; i++) {
+        const res = await rest(t.url, "POST", `/iam/v2beta1/groups/${org}`, { name: `while importing ${i}` });
+        statuses.push(res.status);
+      }
+      const result = await child;
+      expect(result.stdout).toMatch(/^import: 3001 loaded, 0 updated, 0 unchanged, 0 rejected /);
+      expect(result.code).toBe(0);
+      expect(statuses.filter((s) => s !== 200)).toEqual([]);
+      const tags = await rest(t.url, "GET", `/registry/v2beta1/tags?uidp.descendants_of=${org}&name=v2999`);
+      expect(tags.body.tags).toHaveLength(1);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
