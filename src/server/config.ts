@@ -7,8 +7,10 @@
  *   --error-domain D   TRELLIS_ERROR_DOMAIN  default iam.chainguard.dev (ErrorInfo.domain)
  *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels; "silent" turns logs off)
  *   --cors-origin O    TRELLIS_CORS_ORIGINS  comma-separated browser origins allowed (default none)
+ *   --issuer-url URL   TRELLIS_ISSUER_URL    `iss` and `aud` of our API tokens (default: the listen URL)
  */
 import { parseArgs } from "node:util";
+import { normalizeIssuerUrl } from "../auth/issuer-settings.js";
 
 export interface ServerConfig {
   readonly host: string;
@@ -19,6 +21,8 @@ export interface ServerConfig {
   readonly logLevel: string;
   /** Browser origins allowed by CORS; empty turns CORS off. */
   readonly corsOrigins?: readonly string[];
+  /** Issuer URL of our API tokens (also their audience); default the listen URL. */
+  readonly issuerUrl?: string;
 }
 
 export const DEFAULT_ERROR_DOMAIN = "iam.chainguard.dev";
@@ -61,6 +65,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       "error-domain": { type: "string" },
       "log-level": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
+      "issuer-url": { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -83,6 +88,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       .flatMap((o) => o.split(","))
       .map((o) => o.trim())
       .filter(Boolean),
+    issuerUrl: optionalIssuerUrl(values["issuer-url"] ?? env.TRELLIS_ISSUER_URL),
   };
 }
 
@@ -92,4 +98,13 @@ export function parseAddr(addr: string): { host: string; port: number } {
   const port = m ? Number(m[3]) : Number.NaN;
   if (!m || port > 65535) throw new Error(`--addr must be HOST:PORT (got ${JSON.stringify(addr)})`);
   return { host: m[1] ?? m[2] ?? "127.0.0.1", port };
+}
+
+function optionalIssuerUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  try {
+    return normalizeIssuerUrl(value);
+  } catch (err) {
+    throw new Error(`--issuer-url: ${(err as Error).message}`);
+  }
 }

@@ -13,7 +13,7 @@ import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
@@ -120,6 +120,8 @@ export interface IdentityListFilter {
   readonly name?: string;
   /** Only identities with this kind of relationship. */
   readonly kind?: RelationshipKind;
+  /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
+  readonly within?: readonly string[];
 }
 
 export interface IdentitiesRepository {
@@ -157,6 +159,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       ...uidpConditions(identities.uid, identities.parentUid, f.uidp),
       f.name !== undefined ? eq(identities.name, f.name) : undefined,
       f.kind !== undefined ? eq(identities.relationshipType, RELATIONSHIP_TYPES[f.kind]) : undefined,
+      withinConditions(identities.uid, f.within),
     ]);
 
   return {

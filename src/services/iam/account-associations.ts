@@ -44,6 +44,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { accountAssociationToProto, EMPTY_PROVIDERS, providersFromProto } from "./convert-account-associations.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for account associations; `group` is the published default. */
 const ASSOCIATION_ORDERS: Readonly<Record<string, AccountAssociationOrder>> = {
@@ -138,8 +139,8 @@ export function createAccountAssociationsService(
       return {};
     },
 
-    async listAccountAssociations(req) {
-      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name };
+    async listAccountAssociations(req, context) {
+      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name, within: visibleScopes(context) };
       const page = await listPage(
         req,
         {

@@ -43,6 +43,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkOptionalUidp, checkUidp, collect, requireValid } from "../validate.js";
 import { roleBindingToProto } from "./convert-role-bindings.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for role bindings. */
 const BINDING_ORDERS: Readonly<Record<string, RoleBindingOrder>> = {
@@ -120,7 +121,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
       return {};
     },
 
-    async listRoleBindings(req) {
+    async listRoleBindings(req, context) {
       const violations = collect(
         checkOptionalUidp("identity", req.identity),
         checkOptionalUidp("group", req.group),
@@ -132,6 +133,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
         identityUid: req.identity || undefined,
         groupUid: req.group || undefined,
         roleUid: req.role || undefined,
+        within: visibleScopes(context),
       };
       const page = await listPage(
         req,
