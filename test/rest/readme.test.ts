@@ -24,7 +24,9 @@ afterAll(async () => t.close());
 async function runBlock(block: string): Promise<string[]> {
   const script = block
     .replaceAll("http://127.0.0.1:8080", t.url)
-    .replaceAll("npx buf ", `${path.resolve("node_modules/.bin/buf")} `);
+    .replaceAll("npx buf ", `${path.resolve("node_modules/.bin/buf")} `)
+    // The README's token command, pointed at the test server's data directory.
+    .replaceAll("npx trellis auth token --local", `${process.execPath} ${path.resolve("bin/trellis.mjs")} auth token --local --data ${t.dataDir}`);
   const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], { cwd: path.resolve(".") });
   return stdout.split("\n").filter((l) => l.trim() !== "");
 }

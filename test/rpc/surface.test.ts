@@ -55,6 +55,8 @@ describe("the registered surface", () => {
       "--protocol",
       "grpc",
       "--http2-prior-knowledge",
+      "-H",
+      `Authorization: Bearer ${t.token}`,
       "-d",
       JSON.stringify({ group: { name: "via reflection" } }),
       `${t.url}/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup`,
