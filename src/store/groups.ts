@@ -86,7 +86,7 @@ export interface GroupsRepository {
    * With `ownerIdentityUid` (an organization created by a signed-in user), the same
    * transaction binds that identity to the built-in `owner` role on the new group, so the
    * creator can never end up with an organization nobody may manage.
-   * @throws PERMISSION_DENIED when the owner identity does not exist.
+   * @throws PERMISSION_DENIED when the owner is not an existing user identity (a root).
    */
   create(group: NewGroup, now: number, ownerIdentityUid?: string): Promise<GroupRecord>;
   /** Applies `changes` and bumps update_time. @throws NOT_FOUND. */
@@ -123,8 +123,16 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     async create(group, now, ownerIdentityUid) {
       return writeTransaction(db, (tx) => {
         if (ownerIdentityUid !== undefined) {
-          const owner = tx.select({ uid: identities.uid }).from(identities).where(eq(identities.uid, ownerIdentityUid)).get();
-          if (!owner) throw permissionDenied("the caller's identity is not registered, so it cannot own an organization");
+          // Only a user identity (a root: a person) founds an organization; an assumable
+          // identity belongs to its own group and may not be bound outside its tree.
+          const owner = tx
+            .select({ parentUid: identities.parentUid })
+            .from(identities)
+            .where(eq(identities.uid, ownerIdentityUid))
+            .get();
+          if (!owner || owner.parentUid !== null) {
+            throw permissionDenied("only a registered user identity may create an organization");
+          }
         }
         let kind = group.kind;
         if (group.parentUid !== null) {
