@@ -13,7 +13,7 @@ import { startApp } from "./server/create-app.js";
 
 const USAGE = `usage: trellis serve [--addr HOST:PORT] [--data DIR] [--tls-cert FILE --tls-key FILE]
                      [--error-domain DOMAIN] [--log-level LEVEL] [--cors-origin ORIGIN ...]
-                     [--issuer-url URL]
+                     [--issuer-url URL] [--config trellis.yaml]
        trellis auth token --local [--data DIR] [--subject NAME] [--ttl SECONDS]`;
 
 async function main(argv: string[]): Promise<number> {

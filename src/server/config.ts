@@ -8,9 +8,11 @@
  *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels; "silent" turns logs off)
  *   --cors-origin O    TRELLIS_CORS_ORIGINS  comma-separated browser origins allowed (default none)
  *   --issuer-url URL   TRELLIS_ISSUER_URL    `iss` and `aud` of our API tokens (default: the listen URL)
+ *   --config FILE      TRELLIS_CONFIG        trust configuration (src/auth/trust-config.ts)
  */
 import { parseArgs } from "node:util";
 import { normalizeIssuerUrl } from "../auth/issuer-settings.js";
+import { loadTrustConfig, type TrustConfig } from "../auth/trust-config.js";
 
 export interface ServerConfig {
   readonly host: string;
@@ -23,6 +25,8 @@ export interface ServerConfig {
   readonly corsOrigins?: readonly string[];
   /** Issuer URL of our API tokens (also their audience); default the listen URL. */
   readonly issuerUrl?: string;
+  /** Trusted identity providers and the registry audience (from --config; none by default). */
+  readonly trust?: TrustConfig;
 }
 
 export const DEFAULT_ERROR_DOMAIN = "iam.chainguard.dev";
@@ -66,6 +70,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       "log-level": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
       "issuer-url": { type: "string" },
+      config: { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -74,6 +79,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const { host, port } = parseAddr(addr);
   const certFile = values["tls-cert"] ?? env.TRELLIS_TLS_CERT;
   const keyFile = values["tls-key"] ?? env.TRELLIS_TLS_KEY;
+  const configFile = values.config ?? env.TRELLIS_CONFIG;
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw new Error("--tls-cert and --tls-key must be given together");
   }
@@ -89,6 +95,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       .map((o) => o.trim())
       .filter(Boolean),
     issuerUrl: optionalIssuerUrl(values["issuer-url"] ?? env.TRELLIS_ISSUER_URL),
+    trust: configFile ? loadTrustConfig(configFile) : undefined,
   };
 }
 

@@ -9,7 +9,10 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { credentialInQuery, tokenInUrlError } from "../auth/authenticate.js";
+import { createExchangeService } from "../auth/exchange.js";
+import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
+import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
 import { createPageTokenCodec } from "../pagination/page-token.js";
 import type { ServiceContext } from "../services/context.js";
@@ -72,12 +75,24 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
       pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
     };
-    const services = apiServices(ctx);
-    const auth = createAuth({
+    const trust = config.trust ?? EMPTY_TRUST;
+    let auth: ReturnType<typeof createAuth> | undefined;
+    const services = apiServices(ctx, {
+      securityTokenService: createExchangeService({
+        issuer: () => (auth as ReturnType<typeof createAuth>).issuer(),
+        idp: createIdpVerifier(now),
+        trust,
+        identities: ctx.store.identities,
+        now,
+      }),
+    });
+    auth = createAuth({
       db,
       now,
       services: services.map((s) => s.service),
       grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
+      userIdps: () =>
+        trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
     });
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall: auth.hooks });
     let serving = HealthCheckResponse_ServingStatus.SERVING;
