@@ -79,11 +79,10 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
     return claims.iss;
   }
 
-  async function assume(identityUid: string, token: string): Promise<{ identity: IdentityRecord; claims: JWTPayload }> {
+  async function assume(identityUid: string, token: string, iss: string): Promise<{ identity: IdentityRecord; claims: JWTPayload }> {
     const identity = await deps.identities.get(identityUid);
     const rel = identity?.relationship;
     if (!identity || !rel) throw cannotAssume();
-    const iss = unverifiedIssuer(token);
     let claims: JWTPayload;
     if (rel.kind === "claim_match") {
       if (!matchesString(rel.issuer, iss)) throw cannotAssume();
@@ -109,8 +108,7 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
     return { identity, claims };
   }
 
-  async function signIn(token: string): Promise<IdentityRecord> {
-    const iss = unverifiedIssuer(token);
+  async function signIn(token: string, iss: string): Promise<IdentityRecord> {
     const idp = trusted.get(iss);
     if (!idp?.users) throw permissionDenied("the presented token's issuer is not a trusted identity provider for user sign-in", { reason: "UNTRUSTED_ISSUER" });
     const claims = await deps.idp.verify(token, iss, idp.jwksUri);
@@ -127,14 +125,16 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
       const aud = audiences(req.aud);
       if (req.identity !== "" && !isUidp(req.identity)) throw invalidField("identity", "must be a valid UIDP");
       const token = bearerToken(context.requestHeader.get("authorization"), context.protocolName);
+      // Malformed tokens fail the same way whether or not the identity exists.
+      const iss = unverifiedIssuer(token);
       let subject: string;
       let act: Record<string, unknown> | undefined;
       if (req.identity !== "") {
-        const { identity, claims } = await assume(req.identity, token);
+        const { identity, claims } = await assume(req.identity, token, iss);
         subject = identity.uid;
         act = { iss: claims.iss, sub: claims.sub, aud: claims.aud };
       } else {
-        subject = (await signIn(token)).uid;
+        subject = (await signIn(token, iss)).uid;
       }
       const issuer = deps.issuer();
       const minted = await issuer.mint({

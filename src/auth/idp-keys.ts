@@ -82,6 +82,7 @@ export function createIdpVerifier(now: () => number): IdpVerifier {
         clockTolerance: CLOCK_TOLERANCE_S,
         currentDate: new Date(now()),
       });
+      if (typeof payload.sub !== "string" || payload.sub === "") throw tokenRejected("TOKEN_INVALID", "the identity provider token has no subject");
       return payload;
     } catch (err) {
       if (err instanceof ApiError) throw err;

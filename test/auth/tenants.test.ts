@@ -290,3 +290,32 @@ describe("revocation", () => {
     expect(await door.listGroups(token)).toEqual({ uids: [], total: 0 });
   });
 });
+
+describe("anti-escalation", () => {
+  it("role_bindings.create alone cannot grant a role with capabilities the caller lacks", async () => {
+    const pete = await createUserIdentity(t.dataDir, "pete");
+    const token = await identityToken(t.app, pete);
+    await bind(tree.B, pete, "registry.pull_token_creator");
+    const robot = (await op("POST", `/iam/v2beta1/identities/${tree.B1}`, { name: "pull robot", claimMatch: { issuer: "https://ci.example.test", subject: "robot" } })).uid;
+    const as = (body: unknown, path = `/iam/v2beta1/roleBindings/${tree.B1}`) => rest(t.url, "POST", path, body, { authorization: `Bearer ${token}` });
+    // Within its own capabilities: fine.
+    expect((await as({ identityUid: robot, roleUid: builtInRoleUid("registry.pull") })).status).toBe(200);
+    // Owner (or editor) would escalate, for the robot or for itself; nothing is written.
+    for (const body of [
+      { identityUid: robot, roleUid: builtInRoleUid("owner") },
+      { identityUid: pete, roleUid: builtInRoleUid("editor") },
+    ]) {
+      const before = snapshotDb(t.dbFile);
+      const res = await as(body);
+      expect(res.status).toBe(403);
+      expect(res.body.details[0].reason).toBe("PRIVILEGE_ESCALATION");
+      expect(snapshotDb(t.dbFile)).toBe(before);
+    }
+    const batch = await as(
+      { parent: tree.B1, requests: [{ roleBinding: { identityUid: robot, roleUid: builtInRoleUid("owner") } }] },
+      "/iam/v2beta1/roleBindings:batchCreate",
+    );
+    expect(batch.status).toBe(403);
+    expect(batch.body.details[0].reason).toBe("PRIVILEGE_ESCALATION");
+  });
+});
