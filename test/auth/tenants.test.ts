@@ -319,3 +319,17 @@ describe("anti-escalation", () => {
     expect(batch.body.details[0].reason).toBe("PRIVILEGE_ESCALATION");
   });
 });
+
+describe("page tokens across callers", () => {
+  it("a page token replayed by another caller is refused, so it carries no rows or count over", async () => {
+    const first = await rest(t.url, "GET", "/iam/v2beta1/groups?page_size=1", undefined, { authorization: `Bearer ${users.alice.token}` });
+    expect(first.body.totalCount).toBe("3");
+    const next = encodeURIComponent(first.body.nextPageToken);
+    const own = await rest(t.url, "GET", `/iam/v2beta1/groups?page_size=1&page_token=${next}`, undefined, { authorization: `Bearer ${users.alice.token}` });
+    expect(own.status).toBe(200);
+    expect(own.body.totalCount).toBe("3");
+    const replayed = await rest(t.url, "GET", `/iam/v2beta1/groups?page_size=1&page_token=${next}`, undefined, { authorization: `Bearer ${users.bob.token}` });
+    expect(replayed.status).toBe(400);
+    expect(replayed.body.code).toBe(3);
+  });
+});

@@ -146,7 +146,7 @@ export function createAccountAssociationsService(
         {
           orders: ASSOCIATION_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListAccountAssociationsRequestSchema, req),
+          filterKey: filterKey(ListAccountAssociationsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: accountAssociationOrderValue(row, order), uid: row.uid }),

@@ -91,7 +91,7 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
         {
           orders: INVITE_ORDERS,
           defaultOrder: { key: "create_time", desc: true },
-          filterKey: filterKey(ListGroupInvitesRequestSchema, req),
+          filterKey: filterKey(ListGroupInvitesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: groupInviteOrderValue(row, order), uid: row.uid }),

@@ -119,7 +119,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
         {
           orders: GROUP_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListGroupsRequestSchema, req),
+          filterKey: filterKey(ListGroupsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: groupOrderValue(row, order), uid: row.uid }),

@@ -203,7 +203,7 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
         {
           orders: IDENTITY_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListIdentitiesRequestSchema, req),
+          filterKey: filterKey(ListIdentitiesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: identityOrderValue(row, order), uid: row.uid }),

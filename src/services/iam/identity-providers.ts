@@ -176,7 +176,7 @@ export function createIdentityProvidersService(
         {
           orders: IDP_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListIdentityProvidersRequestSchema, req),
+          filterKey: filterKey(ListIdentityProvidersRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: identityProviderOrderValue(row, order), uid: row.uid }),

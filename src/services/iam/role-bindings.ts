@@ -149,7 +149,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
         {
           orders: BINDING_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListRoleBindingsRequestSchema, req),
+          filterKey: filterKey(ListRoleBindingsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: roleBindingOrderValue(row, order), uid: row.uid }),

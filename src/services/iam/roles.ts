@@ -121,7 +121,7 @@ export function createRolesService(ctx: ServiceContext): Partial<ServiceImpl<typ
         {
           orders: ROLE_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListRolesRequestSchema, req),
+          filterKey: filterKey(ListRolesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: roleOrderValue(row, order), uid: row.uid }),
