@@ -32,8 +32,13 @@ async function runBlock(block: string): Promise<string[]> {
 }
 
 describe("README examples", () => {
-  it("has the three example blocks (gRPC, Connect, REST)", () => {
-    expect(blocks.length).toBe(3);
+  it("has the four example blocks (token, gRPC, Connect, REST)", () => {
+    expect(blocks.length).toBe(4);
+  });
+
+  it("Tokens: an operator token from the data directory, then a call with it", async () => {
+    const lines = await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups; echo")) as string);
+    expect(JSON.parse(lines.join("")).groups).toBeInstanceOf(Array);
   });
 
   it("gRPC via buf curl: lists services and creates a group", async () => {
@@ -49,7 +54,7 @@ describe("README examples", () => {
   });
 
   it("REST via curl: the spec's flow, including its two errors", async () => {
-    const lines = (await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups")) as string)).map((l) => JSON.parse(l));
+    const lines = (await runBlock(blocks.find((b) => b.includes("uidp.descendants_of")) as string)).map((l) => JSON.parse(l));
     const [team, list, patched, invalid, notEmpty, v1] = lines;
     expect(team.name).toBe("team");
     expect(list.groups.map((g: { name: string }) => g.name)).toEqual(["team"]);
