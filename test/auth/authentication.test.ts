@@ -15,6 +15,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { API_TOKEN_TYPE, OPERATOR_CLAIM } from "../../src/auth/tokens.js";
 import { DEFAULT_ERROR_DOMAIN } from "../../src/server/config.js";
 import { startApp } from "../../src/server/create-app.js";
@@ -220,6 +221,19 @@ describe("tokens never reach the logs", () => {
     } finally {
       await app.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("what needs no token", () => {
+  it.each(rpcTransports)("health answers over $name without a token", async (transport) => {
+    const health = createClient(Health, transport.create(t.url, { token: null }));
+    expect((await health.check({ service: "" })).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+  });
+
+  it("the issuer documents and the OpenAPI description are public", async () => {
+    for (const p of ["/.well-known/jwks.json", "/.well-known/openid-configuration", "/openapi.json"]) {
+      expect((await fetch(`${t.url}${p}`)).status, p).toBe(200);
     }
   });
 });
