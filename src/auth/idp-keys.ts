@@ -21,7 +21,26 @@ import { CLOCK_TOLERANCE_S, tokenRejected } from "./tokens.js";
 /** Asymmetric algorithms accepted from IdPs (never HS*, never none). */
 export const IDP_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
 /** Pinned network limits for IdP fetches. */
-export const IDP_FETCH = { timeoutMs: 5_000, cooldownMs: 30_000, cacheMaxAgeMs: 10 * 60_000, maxIssuers: 1_000 } as const;
+export const IDP_FETCH = { timeoutMs: 5_000, cooldownMs: 30_000, cacheMaxAgeMs: 10 * 60_000, maxIssuers: 1_000, maxDocumentBytes: 64 * 1024 } as const;
+
+/** Reads at most `max` bytes of a response body as text. @throws Error when it is longer. */
+async function boundedText(res: Response, max: number): Promise<string> {
+  const reader = res.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel();
+      throw new Error(`document larger than ${max} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
@@ -38,14 +57,32 @@ export interface IdpVerifier {
 
 export function createIdpVerifier(now: () => number): IdpVerifier {
   const keySets = new Map<string, Promise<KeySet>>();
+  /** When discovery last failed per issuer: no refetch within the cool-down (no hammering). */
+  const failedAt = new Map<string, number>();
 
   async function discover(issuer: string): Promise<string> {
+    const last = failedAt.get(issuer);
+    if (last !== undefined && now() - last < IDP_FETCH.cooldownMs) {
+      throw unavailable(`the identity provider ${issuer} could not be reached recently; retry later`, { metadata: { issuer } });
+    }
+    try {
+      const uri = await discoverOnce(issuer);
+      failedAt.delete(issuer);
+      return uri;
+    } catch (err) {
+      if (failedAt.size >= IDP_FETCH.maxIssuers) failedAt.delete(failedAt.keys().next().value as string);
+      failedAt.set(issuer, now());
+      throw err;
+    }
+  }
+
+  async function discoverOnce(issuer: string): Promise<string> {
     const url = `${issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`;
     let doc: { issuer?: unknown; jwks_uri?: unknown };
     try {
       const res = await fetch(url, { redirect: "error", signal: AbortSignal.timeout(IDP_FETCH.timeoutMs), headers: { accept: "application/json" } });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      doc = (await res.json()) as typeof doc;
+      doc = JSON.parse(await boundedText(res, IDP_FETCH.maxDocumentBytes)) as typeof doc;
     } catch (err) {
       throw unavailable(`the identity provider ${issuer} could not be reached`, { cause: err, metadata: { issuer } });
     }

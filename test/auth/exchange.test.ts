@@ -201,6 +201,26 @@ describe.each(doors)("token exchange over $name", (door) => {
   });
 });
 
+describe("reaching identity providers", () => {
+  it("an IdP that cannot be reached is UNAVAILABLE (retryable), not a token error", async () => {
+    const down = "http://127.0.0.1:1"; // nothing listens on port 1
+    const id = (await op("POST", `/iam/v2beta1/identities/${org}`, { name: "down idp", claimMatch: { issuer: down, subject: SUBJECT } })).uid;
+    const res = await restDoors[0]!.exchange(await idp.sign({ iss: down, sub: SUBJECT, aud: t.app.issuer.issuer }), [api()], id);
+    expect(res).toMatchObject({ code: 14, reason: "UNAVAILABLE" });
+  });
+
+  it("a flood of tokens with unknown kids costs at most one key fetch per cool-down", async () => {
+    const good = await restDoors[0]!.exchange(await idp.sign({ sub: SUBJECT, aud: t.app.issuer.issuer }), [api()], exact);
+    expect(good.token).toBeDefined(); // keys cached
+    const before = idp.hits();
+    for (let i = 0; i < 20; i++) {
+      const res = await restDoors[0]!.exchange(await idp.sign({ sub: SUBJECT, aud: t.app.issuer.issuer }, { kid: `rotated-${i}` }), [api()], exact);
+      expect(res).toMatchObject({ code: 16 });
+    }
+    expect(idp.hits() - before).toBeLessThanOrEqual(1);
+  });
+});
+
 describe("the exchange and the rest of the server", () => {
   it("discovery lists the trusted user IdPs that have a client id (CLI contract)", async () => {
     const doc = await (await fetch(`${t.url}/.well-known/openid-configuration`)).json();
