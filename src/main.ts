@@ -1,19 +1,21 @@
 /**
  * Command-line entry: `trellis serve [--addr HOST:PORT] [--data DIR] ...` (also `npm start`),
- * and `trellis auth token --local` (an operator token from the data directory, see
- * src/auth/local-token.ts).
+ * `trellis import ...` (src/import/run-import.ts) and `trellis auth token --local` (an
+ * operator token from the data directory, src/auth/local-token.ts).
  *
  * Prints exactly one line `listening on http://HOST:PORT` on stdout when ready; logs go to
  * stderr. SIGINT/SIGTERM stop gracefully and exit 0.
  */
 import { parseArgs } from "node:util";
 import { mintLocalOperatorToken } from "./auth/local-token.js";
+import { runImport } from "./import/run-import.js";
 import { parseServeConfig } from "./server/config.js";
 import { startApp } from "./server/create-app.js";
 
 const USAGE = `usage: trellis serve [--addr HOST:PORT] [--data DIR] [--tls-cert FILE --tls-key FILE]
                      [--error-domain DOMAIN] [--log-level LEVEL] [--cors-origin ORIGIN ...]
                      [--issuer-url URL] [--config trellis.yaml]
+       trellis import [--data DIR] [--group UID] [--quiet] FILE|DIR...
        trellis auth token --local [--data DIR] [--subject NAME] [--ttl SECONDS]`;
 
 async function main(argv: string[]): Promise<number> {
@@ -23,6 +25,8 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest);
     case "auth":
       return authCommand(rest);
+    case "import":
+      return runImport(rest);
     case "help":
     case "--help":
     case "-h":
