@@ -333,3 +333,21 @@ describe("page tokens across callers", () => {
     expect(replayed.body.code).toBe(3);
   });
 });
+
+describe("registry across tenants", () => {
+  it("repos are listed, counted and read only inside the caller's tree", async () => {
+    const repoA = (await op("POST", `/registry/v2beta1/repos/${tree.A1}`, { name: "nginx" })).uid;
+    const repoB = (await op("POST", `/registry/v2beta1/repos/${tree.B1}`, { name: "redis" })).uid;
+    const as = (who: keyof typeof users, path: string) => rest(t.url, "GET", path, undefined, { authorization: `Bearer ${users[who].token}` });
+    const alice = await as("alice", "/registry/v2beta1/repos");
+    expect(alice.body.repos.map((r: { uid: string }) => r.uid)).toEqual([repoA]);
+    expect(alice.body.totalCount).toBe("1");
+    expect((await as("alice", `/registry/v2beta1/repos/${repoA}`)).status).toBe(200);
+    const denied = await as("alice", `/registry/v2beta1/repos/${repoB}`);
+    expect(denied.status).toBe(403);
+    const unknown = await as("alice", `/registry/v2beta1/repos/${tree.B1}/0123456789abcdef`);
+    expect(unknown.status).toBe(403);
+    expect(unknown.body.details[0].reason).toBe(denied.body.details[0].reason);
+    expect((await as("dave", "/registry/v1/repos")).body.items ?? []).toEqual([]);
+  });
+});
