@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadOrCreateSigningKeys, loadSigningKeys, rotateSigningKey } from "../../../src/auth/signing-keys.js";
 import { createTokenIssuer } from "../../../src/auth/tokens.js";
 import { loadTrustConfig, toTrustConfig } from "../../../src/auth/trust-config.js";
+import { parseServeConfig } from "../../../src/server/config.js";
 import { type OpenedDatabase, openDatabase } from "../../../src/store/db.js";
 
 const dirs: string[] = [];
@@ -85,6 +86,20 @@ describe("trust config", () => {
         { issuer: "http://127.0.0.1:5556", jwksUri: "http://127.0.0.1:5556/keys", users: false },
       ],
     });
+  });
+
+  it("serve reads it with --config or TRELLIS_CONFIG, and refuses a bad file or issuer URL up front", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-cfg-"));
+    dirs.push(dir);
+    const good = path.join(dir, "good.yaml");
+    fs.writeFileSync(good, "identity_providers:\n  - issuer: https://idp.example.test\n    users: true\n");
+    const bad = path.join(dir, "bad.yaml");
+    fs.writeFileSync(bad, "identity_providers: [{issuer: ftp://x}]\n");
+    expect(parseServeConfig(["--config", good], {}).trust?.identityProviders[0]?.issuer).toBe("https://idp.example.test");
+    expect(parseServeConfig([], { TRELLIS_CONFIG: good }).trust?.identityProviders).toHaveLength(1);
+    expect(() => parseServeConfig(["--config", bad], {})).toThrow(/issuer must be an absolute https URL/);
+    expect(parseServeConfig(["--issuer-url", "https://api.example.test/"], {}).issuerUrl).toBe("https://api.example.test");
+    expect(() => parseServeConfig(["--issuer-url", "https://api.example.test/?x=1"], {})).toThrow(/--issuer-url/);
   });
 
   it.each([
