@@ -39,8 +39,19 @@ import { startTarget, type Target } from "./targets/spawn.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CREATE_METHOD = "chainguard.platform.iam.v2beta1.GroupsService/CreateGroup";
-/** How the auth scenario mints its operator token (built by the auth issue). */
-const MINT_TOKEN = (dataDir: string) => ["--import", "tsx", path.join(ROOT, "src/main.ts"), "auth", "token", "--local", "--data", dataDir];
+/** How the bench mints its operator token (docs/auth.md "The operator"). */
+const MINT_TOKEN = (dataDir: string, ttlSeconds: number) => [
+  "--import",
+  "tsx",
+  path.join(ROOT, "src/main.ts"),
+  "auth",
+  "token",
+  "--local",
+  "--data",
+  dataDir,
+  "--ttl",
+  String(ttlSeconds),
+];
 
 const { values: flags } = parseArgs({
   options: {
@@ -130,17 +141,25 @@ async function main(): Promise<number> {
       targets.push(t);
       return t;
     };
-    const [trellis, peer, raw] = await Promise.all([start("trellis", { dataDir }), start("peer", { dataDir }), start("raw", { dataDir, scratchDir: work })]);
-    const sample = await sendOnce(trellis.url, { proto: "h1", method: "GET", path: `/iam/v2beta1/groups/${fixture.getUid}`, headers: {}, success: "http" });
+    const [trellis, raw] = await Promise.all([start("trellis", { dataDir }), start("raw", { dataDir, scratchDir: work })]);
+    // Every call needs a token: an operator token minted from the data dir, as an operator would.
+    const auth = mintToken(dataDir, Math.max(3600, Math.ceil(40 * (WARMUP + RUNS * SECONDS) + 600)));
+    if ("skip" in auth) say(`  no token: ${auth.skip}`);
+    const authHeader: Record<string, string> = "token" in auth ? { authorization: `Bearer ${auth.token}` } : {};
+    const sample = await sendOnce(trellis.url, { proto: "h1", method: "GET", path: `/iam/v2beta1/groups/${fixture.getUid}`, headers: authHeader, success: "http" });
     if (sample.status !== 200) throw new Error(`GetGroup sample failed: ${sample.status} ${sample.body.toString()}`);
     const bodyFile = path.join(work, "getgroup.json");
     fs.writeFileSync(bodyFile, sample.body);
-    const [bareH1, bareH2] = await Promise.all([start("bare-h1", { bodyFile }), start("bare-h2", { bodyFile })]);
-    const byKind: Record<TargetKind, Target> = { trellis, peer, "bare-h1": bareH1, "bare-h2": bareH2 };
+    const [peer, peerNoAuth, bareH1, bareH2] = await Promise.all([
+      start("peer", { dataDir, issuerUrl: trellis.url }),
+      start("peer-noauth", { dataDir }),
+      start("bare-h1", { bodyFile }),
+      start("bare-h2", { bodyFile }),
+    ]);
+    const byKind: Record<TargetKind, Target> = { trellis, peer, "peer-noauth": peerNoAuth, "bare-h1": bareH1, "bare-h2": bareH2 };
 
     // 4. Page tokens for the depth scenarios: walk the chain (200 rows a page; the token does not bind page_size).
-    const depthTokens = await walkTokens(trellis.url, `uidp.children_of=${fixture.deepOrg}`, depths.filter((d) => d > 0));
-    const auth = mintToken(dataDir);
+    const depthTokens = await walkTokens(trellis.url, `uidp.children_of=${fixture.deepOrg}`, depths.filter((d) => d > 0), authHeader);
     const input: ScenarioInput = { ...fixture, depthTokens, depths, auth };
     const only = flags.only?.split(",").filter(Boolean);
     let scenarios = loadScenarios(input);
@@ -310,7 +329,7 @@ function notOk(u: Usage): number {
 }
 
 /** Follows next_page_token from the first page and keeps the token that starts at each depth. */
-async function walkTokens(url: string, filter: string, depths: readonly number[]): Promise<Map<number, string>> {
+async function walkTokens(url: string, filter: string, depths: readonly number[], headers: Record<string, string>): Promise<Map<number, string>> {
   const out = new Map<number, string>();
   const step = 200;
   let token = "";
@@ -318,7 +337,7 @@ async function walkTokens(url: string, filter: string, depths: readonly number[]
   for (const depth of [...depths].sort((a, b) => a - b)) {
     while (seen < depth) {
       const size = Math.min(step, depth - seen);
-      const res = await fetch(`${url}${listPath(filter, token).replace("page_size=50", `page_size=${size}`)}`);
+      const res = await fetch(`${url}${listPath(filter, token).replace("page_size=50", `page_size=${size}`)}`, { headers });
       const body = (await res.json()) as { groups?: unknown[]; nextPageToken?: string };
       if (!res.ok || !body.nextPageToken) return out;
       seen += body.groups?.length ?? 0;
@@ -329,15 +348,15 @@ async function walkTokens(url: string, filter: string, depths: readonly number[]
   return out;
 }
 
-/** An operator token from `trellis auth token --local`, or why the auth scenario is skipped. */
-function mintToken(dataDir: string): { token: string } | { skip: string } {
+/** An operator token from `trellis auth token --local`, or why there is none. */
+function mintToken(dataDir: string, ttlSeconds: number): { token: string } | { skip: string } {
   try {
-    const token = execFileSync(process.execPath, MINT_TOKEN(dataDir), { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+    const token = execFileSync(process.execPath, MINT_TOKEN(dataDir, ttlSeconds), { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
     if (!token) return { skip: "`trellis auth token --local` printed no token" };
     return { token };
   } catch (err) {
     const stderr = String((err as { stderr?: string }).stderr ?? "").split("\n")[0];
-    return { skip: `server has no auth yet (\`trellis auth token --local\` failed: ${stderr || "no output"})` };
+    return { skip: `\`trellis auth token --local\` failed: ${stderr || "no output"}` };
   }
 }
 

@@ -7,7 +7,7 @@ import { GetGroupRequestSchema, GroupsService } from "../gen/chainguard/platform
 import type { RequestSpec } from "./load/types.js";
 import type { RawTask } from "./targets/control.js";
 
-export type TargetKind = "trellis" | "peer" | "bare-h1" | "bare-h2";
+export type TargetKind = "trellis" | "peer" | "peer-noauth" | "bare-h1" | "bare-h2";
 
 export interface LoadScenario {
   readonly id: string;
@@ -38,7 +38,10 @@ export interface ScenarioInput {
   /** Page tokens for the depth scenarios, by depth in rows; missing → skipped. */
   readonly depthTokens: ReadonlyMap<number, string>;
   readonly depths: readonly number[];
-  /** A bearer token for the auth scenario, or why there is none. */
+  /**
+   * The operator token every call to Trellis and the peer carries, or why there is none
+   * (then calls go without, and the auth-cost scenario is skipped).
+   */
   readonly auth: { readonly token: string } | { readonly skip: string };
 }
 
@@ -99,12 +102,14 @@ export function loadScenarios(input: ScenarioInput): LoadScenario[] {
       mustContain: uid,
     },
     {
-      id: "rest-get-auth",
-      title: "REST GetGroup, auth on",
-      target: "trellis",
-      request: "token" in input.auth ? { ...restGet, headers: { authorization: `Bearer ${input.auth.token}` } } : restGet,
-      ...h1,
-      ref: { id: "rest-get", metric: "cpu" },
+      // The same peer without the auth hooks: the difference is what authentication and
+      // authorization cost per call (an operator token: verified, cached, no binding lookup).
+      id: "grpc-peer-get-noauth",
+      title: "grpc-js peer GetGroup, no auth hooks",
+      target: "peer-noauth",
+      request: get({ proto: "h2", headers: grpc, body: frame(proto), success: "grpc" }),
+      ...h2,
+      ref: { id: "grpc-peer-get", metric: "cpu" },
       mustContain: uid,
       skip: "skip" in input.auth ? input.auth.skip : undefined,
     },
@@ -140,7 +145,11 @@ export function loadScenarios(input: ScenarioInput): LoadScenario[] {
       mustContain: input.writesOrg,
     },
   ];
-  return scenarios;
+  if (!("token" in input.auth)) return scenarios;
+  const authorization = `Bearer ${input.auth.token}`;
+  return scenarios.map((s) =>
+    s.target === "trellis" || s.target === "peer" ? { ...s, request: { ...s.request, headers: { ...s.request.headers, authorization } } } : s,
+  );
 }
 
 export function rawScenarios(input: ScenarioInput): RawScenario[] {

@@ -4,7 +4,8 @@
  * (control.ts): the target reports `ready` with its URL, then answers usage, profiling and
  * raw-ceiling requests. Kinds:
  *   trellis  the real server (startApp) on the seeded data dir
- *   peer     a plain @grpc/grpc-js server calling the same service implementations
+ *   peer     a plain @grpc/grpc-js server calling the same service implementations (with
+ *            Trellis's auth hooks and issuer); peer-noauth: the same without the hooks
  *   bare-h1  node:http returning a fixed body; bare-h2: node:http2 (compat API), same body
  *   raw      no server: in-process better-sqlite3 ceilings on request
  */
@@ -22,6 +23,8 @@ export interface HostConfig {
   readonly dataDir?: string;
   /** bare-*: the response body (the size of a real GetGroup response). */
   readonly bodyFile?: string;
+  /** peer: Trellis's URL, its token issuer; absent for the peer without auth hooks. */
+  readonly issuerUrl?: string;
   /** raw: where the insert ceiling may create its scratch database. */
   readonly scratchDir?: string;
 }
@@ -87,7 +90,9 @@ async function start(): Promise<string> {
       return app.url;
     }
     case "peer":
-      return startPeer(required(config.dataDir), log());
+      return startPeer(required(config.dataDir), log(), required(config.issuerUrl));
+    case "peer-noauth":
+      return startPeer(required(config.dataDir), log(), undefined);
     case "bare-h1":
       return startBareH1(fs.readFileSync(required(config.bodyFile)));
     case "bare-h2":

@@ -1,6 +1,6 @@
 /**
  * The peer: a plain @grpc/grpc-js server calling the SAME GroupsService implementation,
- * wrapped in the same call pipeline (errors, per-call log line) over the same kind of
+ * wrapped in the same call pipeline (auth hooks, errors, per-call log line) over the same kind of
  * ServiceContext as create-app builds. Only the protocol stack differs from Trellis's gRPC
  * door, so "peer ÷ Trellis" isolates what connect-node's gRPC handling costs.
  *
@@ -13,19 +13,36 @@ import * as grpc from "@grpc/grpc-js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { createServiceContext } from "../../src/services/context.js";
 import { createGroupsService } from "../../src/services/iam/groups.js";
-import { createCallPipeline } from "../../src/server/call-pipeline.js";
+import { createAuth } from "../../src/auth/setup.js";
+import { type BeforeCallHook, createCallPipeline } from "../../src/server/call-pipeline.js";
 import { DEFAULT_ERROR_DOMAIN } from "../../src/server/config.js";
 import type { Logger } from "../../src/server/logger.js";
 import { openDatabase } from "../../src/store/db.js";
 
 type Unary = (request: unknown, context: HandlerContext) => unknown;
 
-export async function startPeer(dataDir: string, log: Logger): Promise<string> {
-  // Trellis holds the data-dir lock; the peer reads the same database without it (WAL allows
+/**
+ * `issuerUrl` set: the peer runs Trellis's own before-call hooks (authentication, then
+ * authorization) with Trellis's keys and issuer, so the same operator token works on both.
+ * Unset: no hooks, which measures what they cost.
+ */
+export async function startPeer(dataDir: string, log: Logger, issuerUrl: string | undefined): Promise<string> {
+  // Trellis holds the data-dir lock; the peer uses the same database without it (WAL allows
   // concurrent readers), as the local tools do.
   const { db } = openDatabase(dataDir, { lock: false });
   const ctx = createServiceContext(db, Date.now);
-  const pipeline = createCallPipeline({ log, errorDomain: DEFAULT_ERROR_DOMAIN });
+  let beforeCall: BeforeCallHook[] = [];
+  if (issuerUrl !== undefined) {
+    const auth = createAuth({
+      db,
+      now: Date.now,
+      services: [GroupsService],
+      grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
+    });
+    auth.start(issuerUrl);
+    beforeCall = [...auth.hooks];
+  }
+  const pipeline = createCallPipeline({ log, errorDomain: DEFAULT_ERROR_DOMAIN, beforeCall });
   const impl = pipeline.wrapService(GroupsService, createGroupsService(ctx)) as unknown as Record<string, Unary>;
 
   const server = new grpc.Server();

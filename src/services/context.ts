@@ -5,14 +5,17 @@
  */
 import { createPageTokenCodec, type PageTokenCodec } from "../pagination/page-token.js";
 import { type AccountAssociationsRepository, createAccountAssociationsRepository } from "../store/account-associations.js";
+import { type AdvisoriesRepository, createAdvisoriesRepository } from "../store/advisories.js";
 import type { Db } from "../store/db.js";
 import { createGroupInvitesRepository, type GroupInvitesRepository } from "../store/group-invites.js";
 import { createGroupsRepository, type GroupsRepository } from "../store/groups.js";
 import { createIdentitiesRepository, type IdentitiesRepository } from "../store/identities.js";
 import { createIdentityProvidersRepository, type IdentityProvidersRepository } from "../store/identity-providers.js";
+import { createReposRepository, type ReposRepository } from "../store/repos.js";
 import { createRoleBindingsRepository, type RoleBindingsRepository } from "../store/role-bindings.js";
 import { createRolesRepository, type RolesRepository } from "../store/roles.js";
 import { getOrCreateSecret } from "../store/server-keys.js";
+import { createTagsRepository, type TagsRepository } from "../store/tags.js";
 
 export interface ServiceContext {
   /** Current time in ms since the epoch (injectable for tests). */
@@ -25,6 +28,9 @@ export interface ServiceContext {
     readonly identityProviders: IdentityProvidersRepository;
     readonly accountAssociations: AccountAssociationsRepository;
     readonly groupInvites: GroupInvitesRepository;
+    readonly repos: ReposRepository;
+    readonly tags: TagsRepository;
+    readonly advisories: AdvisoriesRepository;
   };
   readonly pageTokens: PageTokenCodec;
 }
@@ -41,6 +47,9 @@ export function createServiceContext(db: Db, now: () => number): ServiceContext 
       identityProviders: createIdentityProvidersRepository(db),
       accountAssociations: createAccountAssociationsRepository(db),
       groupInvites: createGroupInvitesRepository(db),
+      repos: createReposRepository(db),
+      tags: createTagsRepository(db),
+      advisories: createAdvisoriesRepository(db),
     },
     pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
   };

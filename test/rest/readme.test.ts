@@ -24,14 +24,21 @@ afterAll(async () => t.close());
 async function runBlock(block: string): Promise<string[]> {
   const script = block
     .replaceAll("http://127.0.0.1:8080", t.url)
-    .replaceAll("npx buf ", `${path.resolve("node_modules/.bin/buf")} `);
+    .replaceAll("npx buf ", `${path.resolve("node_modules/.bin/buf")} `)
+    // The README's token command, pointed at the test server's data directory.
+    .replaceAll("npx trellis auth token --local", `${process.execPath} ${path.resolve("bin/trellis.mjs")} auth token --local --data ${t.dataDir}`);
   const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], { cwd: path.resolve(".") });
   return stdout.split("\n").filter((l) => l.trim() !== "");
 }
 
 describe("README examples", () => {
-  it("has the three example blocks (gRPC, Connect, REST)", () => {
-    expect(blocks.length).toBe(3);
+  it("has the five example blocks (token, gRPC, Connect, REST, registry)", () => {
+    expect(blocks.length).toBe(5);
+  });
+
+  it("Tokens: an operator token from the data directory, then a call with it", async () => {
+    const lines = await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups; echo")) as string);
+    expect(JSON.parse(lines.join("")).groups).toBeInstanceOf(Array);
   });
 
   it("gRPC via buf curl: lists services and creates a group", async () => {
@@ -47,7 +54,7 @@ describe("README examples", () => {
   });
 
   it("REST via curl: the spec's flow, including its two errors", async () => {
-    const lines = (await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups")) as string)).map((l) => JSON.parse(l));
+    const lines = (await runBlock(blocks.find((b) => b.includes("uidp.descendants_of") && !b.includes("/registry/")) as string)).map((l) => JSON.parse(l));
     const [team, list, patched, invalid, notEmpty, v1] = lines;
     expect(team.name).toBe("team");
     expect(list.groups.map((g: { name: string }) => g.name)).toEqual(["team"]);
@@ -56,5 +63,14 @@ describe("README examples", () => {
     expect(invalid).toMatchObject({ code: 3, message: 'Invalid argument: name: name must match "^[a-z0-9 ._-]{1,}$"' });
     expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child groups" });
     expect(v1.items[0]).toMatchObject({ name: "acme", description: "renamed" });
+  });
+
+  it("registry via curl and gRPC: a repo, its tag, advisories and the spec's delete-with-repos error", async () => {
+    const lines = (await runBlock(blocks.find((b) => b.includes("/registry/v2beta1/")) as string)).map((l) => JSON.parse(l));
+    const [tags, advisories, repos, notEmpty] = lines;
+    expect(tags.tags.map((x: { name: string }) => x.name)).toEqual(["latest"]);
+    expect(advisories).toEqual({ advisories: [], nextPageToken: "", totalCount: "0", skipped: 0 });
+    expect(repos.repos.map((x: { name: string }) => x.name)).toEqual(["nginx"]);
+    expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child repos" });
   });
 });
