@@ -8,8 +8,9 @@
  *   --warmup S         discarded warm-up per scenario before the first run (default 5; quick 0)
  *   --loader L         auto (wrk/h2load, Node fallback only in quick mode) | node
  *   --only a,b         run only these scenario ids (ceilings they refer to are added)
- *   --profile          after the timed runs, profile Trellis (V8 sampling profiler, 100 µs)
- *                      for rest-get, grpc-get, rest-list, rest-list-depth-0 and rest-create;
+ *   --profile          after the timed runs, profile the target (V8 sampling profiler, 100 µs)
+ *                      for rest-get, grpc-get, rest-list, rest-list-depth-0, rest-create and
+ *                      the two peers;
  *                      writes <out dir>/profiles/<id>.cpuprofile, prints the top self-time frames
  *   --out FILE         JSON results (default bench/results/latest.json)
  *
@@ -287,18 +288,19 @@ async function main(): Promise<number> {
     for (const r of raws) all.push(summarize(r, "raw", rawRuns.get(r.id) ?? [], { generator: "in-process", status: "ok", peakRssMb: undefined }));
     const final = withRatios(all, scenarios);
 
-    // 9. Optional profiles of the Trellis process.
+    // 9. Optional profiles of the Trellis process (and of the peer, for the auth hooks).
     const profiles: Record<string, { file: string; top: ReturnType<typeof topSelfFrames> }> = {};
     if (flags.profile) {
       const dir = path.join(path.dirname(flags.out as string), "profiles");
       fs.mkdirSync(dir, { recursive: true });
-      for (const id of ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create"]) {
+      for (const id of ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create", "grpc-peer-get", "grpc-peer-get-noauth"]) {
         const x = runnable.find((r) => r.s.id === id);
         if (!x) continue;
         const file = path.join(dir, `${id}.cpuprofile`);
-        await trellis.profileStart();
-        await x.gen.run(trellis.url, x.s.request, options(SECONDS, x.s.request.proto));
-        await trellis.profileStop(file);
+        const target = byKind[x.s.target];
+        await target.profileStart();
+        await x.gen.run(target.url, x.s.request, options(SECONDS, x.s.request.proto));
+        await target.profileStop(file);
         profiles[id] = { file, top: topSelfFrames(file, 15) };
         say(`\nprofile ${id} (${path.relative(ROOT, file)}), top self time:`);
         for (const f of profiles[id].top) say(`  ${f.pct.toFixed(1).padStart(5)}%  ${f.frame}`);
