@@ -1,60 +1,8 @@
 /**
- * Command-line entry: `trellis serve [--addr HOST:PORT] [--data DIR] ...` (also `npm start`).
- *
- * Prints exactly one line `listening on http://HOST:PORT` on stdout when ready; logs go to
- * stderr. SIGINT/SIGTERM stop gracefully and exit 0.
+ * Command-line entry (`bin/trellis.mjs`, `npm start`): builds the commander program from
+ * src/cli/ and exits with its code. See docs/cli.md for the commands and exit codes.
  */
-import { parseServeConfig } from "./server/config.js";
-import { startApp } from "./server/create-app.js";
+import { runCli } from "./cli/program.js";
+import { processIo } from "./cli/io.js";
 
-const USAGE = `usage: trellis serve [--addr HOST:PORT] [--data DIR] [--tls-cert FILE --tls-key FILE]
-                     [--error-domain DOMAIN] [--log-level LEVEL] [--cors-origin ORIGIN ...]`;
-
-async function main(argv: string[]): Promise<number> {
-  const [command = "serve", ...rest] = argv;
-  switch (command) {
-    case "serve":
-      return serve(rest);
-    case "help":
-    case "--help":
-    case "-h":
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    default:
-      process.stderr.write(`trellis: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
-      return 2;
-  }
-}
-
-async function serve(args: string[]): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  let config: ReturnType<typeof parseServeConfig>;
-  try {
-    config = parseServeConfig(args, process.env);
-  } catch (err) {
-    process.stderr.write(`trellis serve: ${(err as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  const app = await startApp(config);
-  process.stdout.write(`listening on ${app.url}\n`);
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
-  await app.close();
-  return 0;
-}
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`trellis: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+process.exitCode = await runCli(process.argv.slice(2), processIo);

@@ -1,0 +1,74 @@
+/**
+ * `trellis serve`: runs the server. Flags and their environment equivalents are parsed by
+ * src/server/config.ts (commander only documents them and collects them), so `npm start`,
+ * the container and the tests keep one definition.
+ *
+ * Prints exactly one line `listening on http://HOST:PORT` on stdout when ready; logs go to
+ * stderr. SIGINT/SIGTERM stop gracefully and exit 0. Bad flags: exit 2.
+ */
+import type { Command } from "commander";
+import { parseServeConfig } from "../../server/config.js";
+import { startApp } from "../../server/create-app.js";
+import { usageError } from "../exit-codes.js";
+import type { Io } from "../io.js";
+
+interface ServeOptions {
+  addr?: string;
+  data?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  errorDomain?: string;
+  logLevel?: string;
+  corsOrigin?: string[];
+}
+
+export function registerServe(program: Command, io: Io): void {
+  program
+    .command("serve")
+    .description("run the Trellis server (gRPC, gRPC-web, Connect and REST on one port)")
+    .option("--addr <host:port>", "listen address; port 0 picks a free port [env TRELLIS_ADDR, default 127.0.0.1:8080]")
+    .option("--data <dir>", "database directory [env TRELLIS_DATA, default ./data]")
+    .option("--tls-cert <file>", "serve TLS with this certificate (with --tls-key) [env TRELLIS_TLS_CERT]")
+    .option("--tls-key <file>", "the certificate's private key [env TRELLIS_TLS_KEY]")
+    .option("--error-domain <domain>", "ErrorInfo.domain of every error [env TRELLIS_ERROR_DOMAIN, default iam.chainguard.dev]")
+    .option("--log-level <level>", "pino level, or silent [env TRELLIS_LOG_LEVEL, default info]")
+    .option("--cors-origin <origin>", "browser origin allowed by CORS; repeatable [env TRELLIS_CORS_ORIGINS]", collect)
+    .action(async (opts: ServeOptions) => {
+      let config: ReturnType<typeof parseServeConfig>;
+      try {
+        config = parseServeConfig(toArgs(opts), io.env);
+      } catch (err) {
+        throw usageError(`trellis serve: ${(err as Error).message}`);
+      }
+      const app = await startApp(config);
+      io.out(`listening on ${app.url}\n`);
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      await app.close();
+    });
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** Back to the argv form parseServeConfig reads (it owns defaults, env and validation). */
+function toArgs(opts: ServeOptions): string[] {
+  const args: string[] = [];
+  const single: [keyof ServeOptions, string][] = [
+    ["addr", "--addr"],
+    ["data", "--data"],
+    ["tlsCert", "--tls-cert"],
+    ["tlsKey", "--tls-key"],
+    ["errorDomain", "--error-domain"],
+    ["logLevel", "--log-level"],
+  ];
+  for (const [key, flag] of single) {
+    const v = opts[key];
+    if (typeof v === "string") args.push(flag, v);
+  }
+  for (const origin of opts.corsOrigin ?? []) args.push("--cors-origin", origin);
+  return args;
+}
