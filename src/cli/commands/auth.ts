@@ -18,7 +18,6 @@ import { apiUrl, type GlobalOptions } from "../client.js";
 import { authError, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
 import { apiAudience, discoverUserIdps, exchange } from "../login/exchange.js";
-import { browserLogin, deviceLogin, idpConfiguration, supportsDevice } from "../login/oidc.js";
 import { apiToken, tokenForAudience } from "../login/session.js";
 import { resolveFormat } from "../output.js";
 import { cacheFile, isFresh, readLogin, removeLogin, writeLogin } from "../token-cache.js";
@@ -68,6 +67,8 @@ export function registerAuth(program: Command, io: Io): void {
         io.err(`Logged in to ${url} as identity ${o.identity} (token valid until ${iso(token.exp)})\n`);
         return;
       }
+      // openid-client is loaded only by the commands that talk to the IdP.
+      const { browserLogin, deviceLogin, idpConfiguration, supportsDevice } = await import("../login/oidc.js");
       const idps = await discoverUserIdps(url);
       const idp = o.issuer ? idps.find((i) => i.issuer === o.issuer) : idps[0];
       if (!idp) throw usageError(`${url} does not trust ${o.issuer}; it trusts: ${idps.map((i) => i.issuer).join(", ")}`);

@@ -7,8 +7,6 @@
  * stderr. SIGINT/SIGTERM stop gracefully and exit 0. Bad flags: exit 2.
  */
 import type { Command } from "commander";
-import { parseServeConfig } from "../../server/config.js";
-import { startApp } from "../../server/create-app.js";
 import { usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
 
@@ -34,6 +32,9 @@ export function registerServe(program: Command, io: Io): void {
     .option("--log-level <level>", "pino level, or silent [env TRELLIS_LOG_LEVEL, default info]")
     .option("--cors-origin <origin>", "browser origin allowed by CORS; repeatable [env TRELLIS_CORS_ORIGINS]", collect)
     .action(async (opts: ServeOptions) => {
+      // Loaded on use: the server's modules would slow every client command's start.
+      const { parseServeConfig } = await import("../../server/config.js");
+      const { startApp } = await import("../../server/create-app.js");
       let config: ReturnType<typeof parseServeConfig>;
       try {
         config = parseServeConfig(toArgs(opts), io.env);

@@ -11,7 +11,6 @@ import fs from "node:fs";
 import { authError } from "../exit-codes.js";
 import { type CachedToken, isFresh, type Login, readLogin, writeLogin } from "../token-cache.js";
 import { apiAudience, exchange } from "./exchange.js";
-import { idpConfiguration, refreshLogin } from "./oidc.js";
 
 export type TokenSource = "flag" | "env" | "cache";
 
@@ -68,6 +67,7 @@ async function freshIdpToken(login: Login): Promise<{ idpToken: string; source: 
   }
   if (isFresh(source.idToken, now())) return { idpToken: source.idToken.token, source };
   if (!source.refreshToken) throw authError("your login has expired; run `trellis auth login` again");
+  const { idpConfiguration, refreshLogin } = await import("./oidc.js");
   const config = await idpConfiguration({ issuer: source.issuer, clientId: source.clientId });
   const renewed = await refreshLogin(config, source.refreshToken);
   return { idpToken: renewed.idToken.token, source: { ...source, ...renewed } };
