@@ -6,6 +6,9 @@
  *
  * Subprocesses cost about half a second each, so independent invocations run side by side.
  */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -247,6 +250,15 @@ describe("trellis usage surface", () => {
     expect(down.stderr).toMatch(/^error: /);
     expect(bash.stdout).toContain("complete -o default -F _trellis trellis");
     expect(bash.stdout).toContain('"iam groups") words="list get create update delete');
+    // The bash script really completes: subcommands after `iam`, options after `groups list`.
+    const script = path.join(cli.configHome, "trellis.bash");
+    fs.writeFileSync(script, bash.stdout);
+    const complete = (words: string[]) =>
+      execFileSync("bash", ["-c", `source "$0"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _trellis; echo "\${COMPREPLY[*]}"`, script], {
+        encoding: "utf8",
+      }).trim();
+    expect(complete(["trellis", "iam", "ro"])).toBe("roles role-bindings");
+    expect(complete(["trellis", "-o", "json", "iam", "groups", "list", "--p"])).toBe("--protocol --parent");
     expect(zsh.stdout.startsWith("#compdef trellis\n")).toBe(true);
     expect(zsh.stdout).toContain("'role-bindings:");
   }, 60_000);
