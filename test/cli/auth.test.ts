@@ -45,7 +45,9 @@ async function startFakeApi(idp: FakeIdp): Promise<FakeApi> {
   const server = http.createServer(async (req, res) => {
     api.urls.push(req.url ?? "");
     const u = new URL(req.url ?? "/", url);
-    const json = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    const json = (status: number, body: unknown): void => {
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+    };
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
     if (u.pathname === "/.well-known/openid-configuration") {
       return json(200, { issuer: url, trellis_user_idps: [{ issuer: idp.issuer, client_id: idp.clientId }] });
@@ -76,7 +78,8 @@ async function startFakeApi(idp: FakeIdp): Promise<FakeApi> {
         return json(401, { code: "unauthenticated", message: "a valid API token is required" });
       }
       // An empty protobuf body is an empty ListGroupsResponse.
-      return res.writeHead(200, { "content-type": "application/proto" }).end();
+      res.writeHead(200, { "content-type": "application/proto" }).end();
+      return;
     }
     json(404, {});
   });
