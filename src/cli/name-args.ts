@@ -6,24 +6,23 @@
  */
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { RolesService } from "../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
+import { isUidp } from "../store/uidp.js";
 import type { CliContext } from "./client.js";
 import { usageError } from "./exit-codes.js";
-
-const UID = /^[0-9a-f]{40}(?:\/[0-9a-f]{16})*$/;
 
 /** One page of candidates is plenty to choose from; totalCount says how many more there are. */
 const CANDIDATES = 20;
 
 /** The uid of the group `arg` names. */
 export async function resolveGroup(ctx: CliContext, arg: string): Promise<string> {
-  if (UID.test(arg)) return arg;
+  if (isUidp(arg)) return arg;
   const res = await ctx.client(GroupsService).listGroups({ name: arg, pageSize: CANDIDATES });
   return pickOne("group", arg, res.groups, res.totalCount);
 }
 
 /** The uid of the role `arg` names (built-in roles by their published names, e.g. `viewer`). */
 export async function resolveRole(ctx: CliContext, arg: string): Promise<string> {
-  if (UID.test(arg)) return arg;
+  if (isUidp(arg)) return arg;
   const res = await ctx.client(RolesService).listRoles({ name: arg, pageSize: CANDIDATES });
   return pickOne("role", arg, res.roles, res.totalCount);
 }

@@ -279,7 +279,8 @@ describe("trellis auth login --identity (CI) and --device", () => {
     ]);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain("the token may not assume this identity");
-    expect(missingFile.code).not.toBe(0);
+    expect(missingFile.code).toBe(2);
+    expect(missingFile.stderr).toContain("cannot read --identity-token");
     expect(halfFlags.code).toBe(2);
   }, 60_000);
 

@@ -4,7 +4,7 @@ import { AdvisoriesService, AdvisorySchema } from "../../../gen/chainguard/platf
 import type { Io } from "../io.js";
 import { walk, withLimit } from "../list-walk.js";
 import { type ResourceView, time } from "../output.js";
-import { clientAction, print } from "./common.js";
+import { clientAction, collect, print } from "./common.js";
 
 export const advisoryView: ResourceView<typeof AdvisorySchema> = {
   schema: AdvisorySchema,
@@ -18,10 +18,6 @@ export const advisoryView: ResourceView<typeof AdvisorySchema> = {
     { header: "UPDATED", cell: (a) => time(a.updateTime) },
   ],
 };
-
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
 
 export function registerAdvisories(program: Command, io: Io): void {
   const advisories = program.command("advisories").description("vulnerability advisories");

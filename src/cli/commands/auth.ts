@@ -59,8 +59,14 @@ export function registerAuth(program: Command, io: Io): void {
         throw usageError("--identity and --identity-token must be given together");
       }
       if (o.identity !== undefined && o.identityToken !== undefined) {
-        const tokenFile = fs.realpathSync.native(o.identityToken);
-        const idpToken = fs.readFileSync(tokenFile, "utf8").trim();
+        let tokenFile: string;
+        let idpToken: string;
+        try {
+          tokenFile = fs.realpathSync.native(o.identityToken);
+          idpToken = fs.readFileSync(tokenFile, "utf8").trim();
+        } catch (err) {
+          throw usageError(`cannot read --identity-token ${o.identityToken}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        }
         if (!idpToken) throw usageError(`${o.identityToken} is empty`);
         const token = await exchange(url, idpToken, apiAudience(url), o.identity);
         writeLogin(url, { source: { kind: "identity", identity: o.identity, tokenFile }, token }, io.env);

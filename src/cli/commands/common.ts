@@ -41,3 +41,8 @@ export function durationSeconds(value: string): number {
   const unit = { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as "s" | "m" | "h" | "d"];
   return Number(m[1]) * unit;
 }
+
+/** Accumulates a repeatable string option (`--x a --x b`). */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}

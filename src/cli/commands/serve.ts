@@ -9,6 +9,7 @@
 import type { Command } from "commander";
 import { usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
+import { collect } from "./common.js";
 
 interface ServeOptions {
   addr?: string;
@@ -49,10 +50,6 @@ export function registerServe(program: Command, io: Io): void {
       });
       await app.close();
     });
-}
-
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
 }
 
 /** Back to the argv form parseServeConfig reads (it owns defaults, env and validation). */
