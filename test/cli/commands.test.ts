@@ -1,14 +1,12 @@
 /**
  * The everyday commands, run as the real `trellis` process against a real server: each
  * command's happy path in the output formats scripts rely on, one error path each with its
- * exit code and readable error block, paging past one page with --limit, both protocols,
- * and the help/usage/completion surface.
+ * exit code and readable error block, paging past one page with --limit, both protocols.
+ * Help, usage errors and completion need no server and run in process
+ * (test/unit/cli/program.test.ts).
  *
  * Subprocesses cost about half a second each, so independent invocations run side by side.
  */
-import { execFileSync } from "node:child_process";
-import fs from "node:fs";
-import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -224,42 +222,5 @@ describe("trellis registry and advisories", () => {
       expect(r.stdout).toBe("");
       expect(r.stderr).toMatch(/^error: .+\n {2}code: [A-Z_]+\n {2}reason: /);
     }
-  }, 60_000);
-});
-
-describe("trellis usage surface", () => {
-  it("--help everywhere, usage errors exit 2, network errors exit 1, completion scripts list the commands", async () => {
-    const [help, groupsHelp, noArgs, unknown, badOutput, badFlag, down, bash, zsh, badShell] = await Promise.all([
-      ok(["--help"]),
-      ok(["iam", "groups", "--help"]),
-      cli.run([]),
-      cli.run(["frobnicate"]),
-      cli.run(["iam", "groups", "list", "-o", "xml"]),
-      cli.run(["iam", "groups", "list", "--bogus"]),
-      cli.run(["--api", "http://127.0.0.1:1", "iam", "groups", "list"]),
-      ok(["completion", "bash"]),
-      ok(["completion", "zsh"]),
-      cli.run(["completion", "fish"]),
-    ]);
-    for (const cmd of ["serve", "auth", "iam", "registry", "advisories", "completion"]) expect(help.stdout).toContain(cmd);
-    expect(groupsHelp.stdout).toMatch(/list[\s\S]*get[\s\S]*create[\s\S]*update[\s\S]*delete/);
-    expect(groupsHelp.stdout).toContain("--output");
-    for (const r of [noArgs, unknown, badOutput, badFlag, badShell]) expect(r.code, r.stderr).toBe(2);
-    expect(unknown.stderr).toContain("unknown command 'frobnicate'");
-    expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/^error: /);
-    expect(bash.stdout).toContain("complete -o default -F _trellis trellis");
-    expect(bash.stdout).toContain('"iam groups") words="list get create update delete');
-    // The bash script really completes: subcommands after `iam`, options after `groups list`.
-    const script = path.join(cli.configHome, "trellis.bash");
-    fs.writeFileSync(script, bash.stdout);
-    const complete = (words: string[]) =>
-      execFileSync("bash", ["-c", `source "$0"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _trellis; echo "\${COMPREPLY[*]}"`, script], {
-        encoding: "utf8",
-      }).trim();
-    expect(complete(["trellis", "iam", "ro"])).toBe("roles role-bindings");
-    expect(complete(["trellis", "-o", "json", "iam", "groups", "list", "--p"])).toBe("--protocol --parent");
-    expect(zsh.stdout.startsWith("#compdef trellis\n")).toBe(true);
-    expect(zsh.stdout).toContain("'role-bindings:");
   }, 60_000);
 });
