@@ -174,12 +174,17 @@ describe("trellis iam (subprocess against a real server)", () => {
     expect(badTtl.code).toBe(2);
     expect(badTtl.stderr).toContain("--ttl");
 
-    const [d1, d2, d3, rolesAfter] = await Promise.all([
+    // The role is still used by the invite: deleting it fails with the precondition block.
+    const inUse = await cli.run(["iam", "roles", "delete", role.uid]);
+    expect(inUse.code).toBe(1);
+    expect(inUse.stderr).toContain(`precondition RESOURCE_IN_USE ${role.uid}: cannot delete role with group invites`);
+
+    const [d1, d2, rolesAfter] = await Promise.all([
       ok(["iam", "invites", "delete", inv.uid, "-o", "id"]),
       ok(["iam", "role-bindings", "delete", binding.uid]),
-      ok(["iam", "roles", "delete", role.uid]),
       cli.run(["iam", "role-bindings", "delete", "not-a-uid"]),
     ]);
+    const d3 = await ok(["iam", "roles", "delete", role.uid]);
     expect(d1.stdout).toBe(`${inv.uid}\n`);
     expect(d2.stderr).toBe(`deleted role binding ${binding.uid}\n`);
     expect(d3.stderr).toBe(`deleted role ${role.uid}\n`);
