@@ -36,3 +36,14 @@ export function usageError(message: string): CliError {
 export function authError(message: string): CliError {
   return new CliError(message, EXIT.auth);
 }
+
+/**
+ * Ends the program with `status` and prints nothing more: for a command that has already
+ * reported its own outcome with its own documented statuses (`trellis import`, docs/import.md).
+ */
+export class ExitStatus extends Error {
+  constructor(readonly status: number) {
+    super(`exit status ${status}`);
+    this.name = "ExitStatus";
+  }
+}

@@ -2,9 +2,8 @@
  * The `trellis` program: commander builds the command tree, this file wires the global
  * options and turns every outcome into one of the documented exit codes (exit-codes.ts).
  *
- * Command groups live one per file in commands/. Two groups are filled in by other modules:
- * `trellis import ...` (src/import/) and `trellis auth token --local` (src/auth/); see the
- * MERGE POINT comments in commands/import.ts and commands/auth.ts.
+ * Command groups live one per file in commands/. `trellis import` runs src/import/; `trellis
+ * auth token --local` is filled in by the auth module (MERGE POINT in commands/auth.ts).
  */
 import { Command, CommanderError, Option } from "commander";
 import { DEFAULT_API, PROTOCOLS } from "./client.js";
@@ -15,7 +14,7 @@ import { registerIam } from "./commands/iam.js";
 import { registerImport } from "./commands/import.js";
 import { registerRegistry } from "./commands/registry.js";
 import { registerServe } from "./commands/serve.js";
-import { EXIT } from "./exit-codes.js";
+import { EXIT, ExitStatus } from "./exit-codes.js";
 import type { Io } from "./io.js";
 import { OUTPUT_FORMATS } from "./output.js";
 import { describeError } from "./rpc-errors.js";
@@ -54,6 +53,7 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
     await program.parseAsync([...argv], { from: "user" });
     return EXIT.ok;
   } catch (err) {
+    if (err instanceof ExitStatus) return err.status;
     if (err instanceof CommanderError) {
       // Commander already printed the help or the usage message.
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;

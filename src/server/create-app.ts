@@ -16,7 +16,10 @@ import { createGroupInvitesRepository } from "../store/group-invites.js";
 import { createGroupsRepository } from "../store/groups.js";
 import { createIdentitiesRepository } from "../store/identities.js";
 import { createIdentityProvidersRepository } from "../store/identity-providers.js";
+import { createAdvisoriesRepository } from "../store/advisories.js";
+import { createReposRepository } from "../store/repos.js";
 import { createRoleBindingsRepository } from "../store/role-bindings.js";
+import { createTagsRepository } from "../store/tags.js";
 import { createRolesRepository, ensureBuiltInRoles } from "../store/roles.js";
 import { getOrCreateSecret } from "../store/server-keys.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
@@ -64,6 +67,9 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         identityProviders: createIdentityProvidersRepository(db),
         accountAssociations: createAccountAssociationsRepository(db),
         groupInvites: createGroupInvitesRepository(db),
+        repos: createReposRepository(db),
+        tags: createTagsRepository(db),
+        advisories: createAdvisoriesRepository(db),
       },
       pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
     };

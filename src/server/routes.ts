@@ -30,6 +30,9 @@ import { createRoleBindingsService } from "../services/iam/role-bindings.js";
 import { createGroupsV1Service } from "../services/legacy/iam-v1.js";
 import { createRegistryV1Service } from "../services/legacy/registry-v1.js";
 import { createRolesService } from "../services/iam/roles.js";
+import { createReposService } from "../services/registry/repos.js";
+import { createTagsService } from "../services/registry/tags.js";
+import { createAdvisoriesService } from "../services/vulnerabilities/advisories.js";
 
 /** A service descriptor with its (possibly partial) implementation. */
 export interface ServiceEntry {
@@ -53,12 +56,12 @@ export function apiServices(ctx: ServiceContext): ServiceEntry[] {
     entry(AccountAssociationsService, createAccountAssociationsService(ctx)),
     entry(GroupInvitesService, createGroupInvitesService(ctx)),
     // Registry and vulnerabilities v2beta1
-    entry(ReposService, {}), // issue 6
-    entry(TagsService, {}), // issue 6
-    entry(AdvisoriesService, {}), // issue 6
+    entry(ReposService, createReposService(ctx)),
+    entry(TagsService, createTagsService(ctx)),
+    entry(AdvisoriesService, createAdvisoriesService(ctx)),
     // v1 endpoints kept alongside v2
     entry(GroupsV1, createGroupsV1Service(ctx)),
-    entry(RegistryV1, createRegistryV1Service(ctx)), // repos: issue 6
+    entry(RegistryV1, createRegistryV1Service(ctx)),
     // Token exchange
     entry(SecurityTokenService, {}), // issue 5
   ];

@@ -9,7 +9,10 @@ import type { GroupsRepository } from "../store/groups.js";
 import type { IdentitiesRepository } from "../store/identities.js";
 import type { IdentityProvidersRepository } from "../store/identity-providers.js";
 import type { RoleBindingsRepository } from "../store/role-bindings.js";
+import type { AdvisoriesRepository } from "../store/advisories.js";
+import type { ReposRepository } from "../store/repos.js";
 import type { RolesRepository } from "../store/roles.js";
+import type { TagsRepository } from "../store/tags.js";
 
 export interface ServiceContext {
   /** Current time in ms since the epoch (injectable for tests). */
@@ -22,6 +25,9 @@ export interface ServiceContext {
     readonly identityProviders: IdentityProvidersRepository;
     readonly accountAssociations: AccountAssociationsRepository;
     readonly groupInvites: GroupInvitesRepository;
+    readonly repos: ReposRepository;
+    readonly tags: TagsRepository;
+    readonly advisories: AdvisoriesRepository;
   };
   readonly pageTokens: PageTokenCodec;
 }

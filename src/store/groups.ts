@@ -12,11 +12,13 @@ import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import {
   accountAssociations,
+  advisories,
   type GroupRow,
   groupInvites,
   groups,
   identities,
   identityProviders,
+  repos,
   roleBindings,
   roles,
 } from "./schema.js";
@@ -58,11 +60,12 @@ const ORDER_COLUMNS = {
 
 /**
  * What blocks deleting a group, checked in this order; the kind names the child in the
- * error (`cannot delete group with child <kind>`, spec §7). Tables added by later features
- * (repos) join this list.
+ * error (`cannot delete group with child <kind>`, spec §7, whose example is the repos row).
  */
 const CHILD_KINDS: readonly { kind: string; table: SQLiteTable; column: SQLiteColumn }[] = [
   { kind: "groups", table: groups, column: groups.parentUid },
+  { kind: "repos", table: repos, column: repos.parentUid },
+  { kind: "advisories", table: advisories, column: advisories.parentUid },
   { kind: "identities", table: identities, column: identities.parentUid },
   { kind: "roles", table: roles, column: roles.parentUid },
   { kind: "role bindings", table: roleBindings, column: roleBindings.groupUid },

@@ -79,3 +79,27 @@ export function allOf(conditions: readonly (SQL | undefined)[]): SQL | undefined
   const present = conditions.filter((c): c is SQL => c !== undefined);
   return present.length === 0 ? undefined : and(...present);
 }
+
+/**
+ * The WHERE/ORDER BY/LIMIT/OFFSET of one keyset page over `filter`, ordered by `col` then `uid`
+ * (`col === uid` for the uid order). Repositories spread it into their select.
+ */
+export function keysetPage<K extends string>(
+  filter: SQL | undefined,
+  col: SQLiteColumn,
+  uid: SQLiteColumn,
+  page: KeysetQuery<K>,
+): { where: SQL | undefined; orderBy: SQL[]; limit: number; offset: number } {
+  const ks = keysetClauses(col, uid, page, col === uid);
+  return { where: allOf([filter, ks.where]), orderBy: ks.orderBy, limit: page.limit, offset: page.offset };
+}
+
+/** JSON text of a string list column → the list (a damaged value reads as empty). */
+export function parseStringList(text: string): string[] {
+  try {
+    const v: unknown = JSON.parse(text);
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+  } catch {
+    return [];
+  }
+}

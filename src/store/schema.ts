@@ -207,6 +207,160 @@ export const groupInvites = sqliteTable(
   ],
 );
 
+/**
+ * Image repos under a group (uid = group uid + "/" + 16 hex). A repo name is unique within its
+ * group (v1 CreateRepo updates "the group's repo of the same name"). List-valued fields are
+ * JSON arrays of strings.
+ */
+export const repos = sqliteTable(
+  "repos",
+  {
+    uid: text("uid").primaryKey(),
+    parentUid: text("parent_uid")
+      .notNull()
+      .references(() => groups.uid, { onDelete: "restrict" }),
+    name: text("name").notNull(),
+    description: text("description").notNull().default(""),
+    /** v2beta1 CatalogTier number. */
+    catalogTier: integer("catalog_tier").notNull().default(0),
+    bundles: text("bundles").notNull().default("[]"),
+    aliases: text("aliases").notNull().default("[]"),
+    activeTags: text("active_tags").notNull().default("[]"),
+    createTime: integer("create_time").notNull(),
+    updateTime: integer("update_time").notNull(),
+  },
+  (t) => [
+    uniqueIndex("repos_parent_name_idx").on(t.parentUid, t.name),
+    index("repos_parent_uid_idx").on(t.parentUid, t.uid),
+    index("repos_name_uid_idx").on(t.name, t.uid),
+    index("repos_create_time_uid_idx").on(t.createTime, t.uid),
+    index("repos_update_time_uid_idx").on(t.updateTime, t.uid),
+  ],
+);
+
+/**
+ * Tags under a repo (uid = repo uid + "/" + 16 hex), unique by name within the repo (CreateTag
+ * is an upsert). `generated` classifies build-system tags at write time (0 none, 1 referrer
+ * "sha256-*", 2 dated "*-20yymmdd", 3 epoch "*-r<N>") so ListTags can leave them out with an
+ * equality instead of pattern matching every row. Deleting a repo deletes its tags.
+ */
+export const tags = sqliteTable(
+  "tags",
+  {
+    uid: text("uid").primaryKey(),
+    repoUid: text("repo_uid")
+      .notNull()
+      .references(() => repos.uid, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    digest: text("digest").notNull(),
+    deprecated: integer("deprecated", { mode: "boolean" }).notNull().default(false),
+    bundles: text("bundles").notNull().default("[]"),
+    generated: integer("generated").notNull().default(0),
+    updateTime: integer("update_time").notNull(),
+  },
+  (t) => [
+    uniqueIndex("tags_repo_name_idx").on(t.repoUid, t.name),
+    index("tags_repo_uid_idx").on(t.repoUid, t.uid),
+    index("tags_name_uid_idx").on(t.name, t.uid),
+    index("tags_digest_uid_idx").on(t.digest, t.uid),
+    index("tags_update_time_uid_idx").on(t.updateTime, t.uid),
+  ],
+);
+
+/**
+ * Vulnerability advisories under a group (uid = group uid + "/" + 16 hex), read-only over the
+ * API and written by `trellis import`. One advisory is one (advisory_id, artifact_name) in a
+ * group, which is the import's identity key. `aliases` and `severities` are JSON for output;
+ * aliases are also rows of advisory_aliases so the `aliases` filter is an index lookup.
+ * `latestEventType` is the EventTypeFilter number of the most recent APPROVED event (0 when
+ * none), kept by the writer for the `latest_event_type` filter.
+ */
+export const advisories = sqliteTable(
+  "advisories",
+  {
+    uid: text("uid").primaryKey(),
+    parentUid: text("parent_uid")
+      .notNull()
+      .references(() => groups.uid, { onDelete: "restrict" }),
+    advisoryId: text("advisory_id").notNull(),
+    legacyAdvisoryId: text("legacy_advisory_id"),
+    author: text("author").notNull().default(""),
+    artifactName: text("artifact_name").notNull(),
+    artifactType: text("artifact_type").notNull().default(""),
+    artifactArchitecture: text("artifact_architecture").notNull().default(""),
+    componentName: text("component_name").notNull().default(""),
+    componentLocation: text("component_location").notNull().default(""),
+    componentType: text("component_type").notNull().default(""),
+    /** Origin package the artifact is built from (defaults to artifact_name). */
+    origin: text("origin").notNull(),
+    aliases: text("aliases").notNull().default("[]"),
+    severities: text("severities").notNull().default("[]"),
+    latestEventType: integer("latest_event_type").notNull().default(0),
+    deleteTime: integer("delete_time"),
+    createTime: integer("create_time").notNull(),
+    updateTime: integer("update_time").notNull(),
+  },
+  (t) => [
+    uniqueIndex("advisories_key_idx").on(t.parentUid, t.advisoryId, t.artifactName),
+    index("advisories_parent_uid_idx").on(t.parentUid, t.uid),
+    index("advisories_advisory_id_uid_idx").on(t.advisoryId, t.uid),
+    index("advisories_legacy_id_idx").on(t.legacyAdvisoryId, t.uid),
+    index("advisories_artifact_name_idx").on(t.artifactName, t.uid),
+    index("advisories_artifact_type_idx").on(t.artifactType, t.uid),
+    index("advisories_artifact_arch_idx").on(t.artifactArchitecture, t.uid),
+    index("advisories_component_name_idx").on(t.componentName, t.uid),
+    index("advisories_component_type_idx").on(t.componentType, t.uid),
+    index("advisories_component_location_idx").on(t.componentLocation, t.uid),
+    index("advisories_origin_idx").on(t.origin, t.uid),
+    index("advisories_latest_event_type_idx").on(t.latestEventType, t.uid),
+    index("advisories_create_time_uid_idx").on(t.createTime, t.uid),
+    index("advisories_update_time_uid_idx").on(t.updateTime, t.uid),
+  ],
+);
+
+/** One alias (CVE/GHSA id) of an advisory, for the `aliases` filter. */
+export const advisoryAliases = sqliteTable(
+  "advisory_aliases",
+  {
+    advisoryUid: text("advisory_uid")
+      .notNull()
+      .references(() => advisories.uid, { onDelete: "cascade" }),
+    alias: text("alias").notNull(),
+  },
+  (t) => [uniqueIndex("advisory_aliases_pk").on(t.advisoryUid, t.alias), index("advisory_aliases_alias_idx").on(t.alias, t.advisoryUid)],
+);
+
+/**
+ * Advisory events (uid = advisory uid + "/" + 16 hex), in `seq` order. `eventType` is the
+ * EventTypeFilter number of the event's oneof member; `body` is the member's content as JSON
+ * (the store does not interpret it); `findings` the raw findings bytes.
+ */
+export const advisoryEvents = sqliteTable(
+  "advisory_events",
+  {
+    uid: text("uid").primaryKey(),
+    advisoryUid: text("advisory_uid")
+      .notNull()
+      .references(() => advisories.uid, { onDelete: "cascade" }),
+    seq: integer("seq").notNull(),
+    author: text("author").notNull().default(""),
+    reviewer: text("reviewer").notNull().default(""),
+    reviewState: integer("review_state").notNull(),
+    issue: text("issue"),
+    eventType: integer("event_type").notNull().default(0),
+    body: text("body").notNull().default("{}"),
+    findings: blob("findings", { mode: "buffer" }),
+    createTime: integer("create_time").notNull(),
+  },
+  (t) => [
+    uniqueIndex("advisory_events_seq_idx").on(t.advisoryUid, t.seq),
+    index("advisory_events_author_idx").on(t.author, t.advisoryUid),
+    index("advisory_events_reviewer_idx").on(t.reviewer, t.advisoryUid),
+    index("advisory_events_state_idx").on(t.reviewState, t.advisoryUid),
+    index("advisory_events_type_idx").on(t.eventType, t.advisoryUid),
+  ],
+);
+
 export type GroupRow = typeof groups.$inferSelect;
 export type IdentityRow = typeof identities.$inferSelect;
 export type RoleRow = typeof roles.$inferSelect;
@@ -214,3 +368,7 @@ export type RoleBindingRow = typeof roleBindings.$inferSelect;
 export type IdentityProviderRow = typeof identityProviders.$inferSelect;
 export type AccountAssociationRow = typeof accountAssociations.$inferSelect;
 export type GroupInviteRow = typeof groupInvites.$inferSelect;
+export type RepoRow = typeof repos.$inferSelect;
+export type TagRow = typeof tags.$inferSelect;
+export type AdvisoryRow = typeof advisories.$inferSelect;
+export type AdvisoryEventRow = typeof advisoryEvents.$inferSelect;

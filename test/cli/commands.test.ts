@@ -1,12 +1,14 @@
 /**
  * The everyday commands, run as the real `trellis` process against a real server: each
  * command's happy path in the output formats scripts rely on, one error path each with its
- * exit code and readable error block, paging past one page with --limit, both protocols.
+ * exit code and readable error block, paging past one page with --limit, both protocols,
+ * and `trellis import` feeding the registry and advisory commands.
  * Help, usage errors and completion need no server and run in process
  * (test/unit/cli/program.test.ts).
  *
  * Subprocesses cost about half a second each, so independent invocations run side by side.
  */
+import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +17,8 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
 
 const UID = /^[0-9a-f]{40}(\/[0-9a-f]{16})*$/;
+const NDJSON = path.resolve("test/fixtures/import/registry.ndjson");
+const OSV_DIR = path.resolve("test/fixtures/osv");
 
 let t: TestApp;
 let cli: CliRunner;
@@ -211,21 +215,37 @@ describe("trellis iam (subprocess against a real server)", () => {
   }, 90_000);
 });
 
-describe("trellis registry and advisories", () => {
-  // The registry and advisory services are built in parallel: until they are merged the
-  // server answers UNIMPLEMENTED, which must come out as exit 1 with the readable block.
-  it("report the server's error as one block with exit 1", async () => {
-    const runs = await Promise.all([
-      cli.run(["registry", "repos", "list"]),
-      cli.run(["registry", "repos", "get", "0123456789012345678901234567890123456789/0123456789abcdef"]),
-      cli.run(["registry", "tags", "list", "--repo", "0123456789012345678901234567890123456789/0123456789abcdef"]),
-      cli.run(["advisories", "list", "--limit", "5"]),
-      cli.run(["advisories", "get", "x"]),
+describe("trellis import, registry and advisories", () => {
+  it("imports through the CLI (its own exit 3 for rejected records), then lists and gets repos, tags and advisories", async () => {
+    const org = json(await ok(["iam", "groups", "create", "feeds", "-o", "json"]));
+    const imported = await cli.run(["import", "--data", t.dataDir, "--group", org.uid, "--quiet", NDJSON, OSV_DIR]);
+    expect(imported.code, imported.stderr).toBe(3); // the fixtures hold broken records on purpose
+    expect(imported.stdout).toMatch(/^import: \d+ loaded, 0 updated, 0 unchanged, \d+ rejected/);
+
+    const repos = json(await ok(["registry", "repos", "list", "--group", "feeds", "-o", "json"]));
+    expect(repos.map((r: { name: string }) => r.name).sort()).toEqual(["nginx", "python"]);
+    const nginx = repos.find((r: { name: string }) => r.name === "nginx");
+    const [repo, tags, table, advisories] = await Promise.all([
+      ok(["registry", "repos", "get", nginx.uid, "-o", "json"]),
+      ok(["registry", "tags", "list", "--repo", nginx.uid, "-o", "json"]),
+      ok(["registry", "repos", "list", "--group", org.uid, "-o", "table"]),
+      ok(["advisories", "list", "--alias", "CVE-2026-1111", "-o", "json"]),
     ]);
-    for (const r of runs) {
-      expect(r.code, r.stderr).toBe(1);
-      expect(r.stdout).toBe("");
-      expect(r.stderr).toMatch(/^error: .+\n {2}code: [A-Z_]+\n {2}reason: /);
-    }
+    expect(json(repo)).toMatchObject({ uid: nginx.uid, name: "nginx", description: "web server" });
+    expect(json(tags).map((t: { name: string }) => t.name).sort()).toEqual(["1.27", "latest"]);
+    expect(table.stdout).toMatch(/^UID\s+NAME\s+ACTIVE TAGS\s+CREATED$/m);
+    const [advisory] = json(advisories);
+    expect(advisory).toMatchObject({ advisoryId: "CGA-2222-aaaa-bbbb", aliases: expect.arrayContaining(["CVE-2026-1111"]) });
+
+    const [got, missingRepo, badAdvisory] = await Promise.all([
+      ok(["advisories", "get", advisory.uid, "-o", "yaml"]),
+      cli.run(["registry", "repos", "get", `${org.uid}/0123456789abcdef`]),
+      cli.run(["advisories", "get", "not-a-uid"]),
+    ]);
+    expect(got.stdout).toContain("advisoryId: CGA-2222-aaaa-bbbb");
+    expect(missingRepo.code).toBe(1);
+    expect(missingRepo.stderr).toContain("code: NOT_FOUND");
+    expect(badAdvisory.code).toBe(1);
+    expect(badAdvisory.stderr).toContain("code: INVALID_ARGUMENT");
   }, 60_000);
 });

@@ -70,7 +70,7 @@ describe.each(rpcTransports)("v1 over $name", (transport) => {
     }
   });
 
-  it("lists repos in the v1 shape (empty until the registry lands)", async () => {
+  it("lists repos in the v1 shape (none in a fresh database)", async () => {
     expect((await registry.listRepos({})).items).toEqual([]);
   });
 });

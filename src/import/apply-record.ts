@@ -1,0 +1,108 @@
+/**
+ * One import record → store writes, inside the importer's transaction (see run-import.ts for
+ * the batching and savepoints). Native records have the shape of the API's create requests,
+ * so they are parsed with the generated schemas and validated by the same rules as the API:
+ *
+ *   {"parent": "<group uid>", "repo": {Repo JSON}}
+ *   {"parent": "<repo uid>", "tag": {Tag JSON}}
+ *   {"parent": "<group uid>", "repo_name": "nginx", "tag": {Tag JSON}}
+ *   {"parent": "<group uid>", "advisory": {Advisory JSON, events included}, "origin": "..."}
+ *
+ * plus OSV documents (osv.ts). `parent` may be left out when `--group` is given (for a tag,
+ * with repo_name). Unknown keys are rejected. Output-only fields of repos and tags (uid,
+ * timestamps) are ignored; an advisory's timestamps are kept, as feeds carry them.
+ */
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { RepoSchema } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
+import { TagSchema } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
+import { AdvisorySchema } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import { type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
+import { repoFields } from "../services/registry/repos.js";
+import { tagFields } from "../services/registry/tags.js";
+import { checkUidp, collect } from "../services/validate.js";
+import { advisoryFields } from "../services/vulnerabilities/convert.js";
+import { type AdvisoryFields, upsertAdvisoryInTx } from "../store/advisories.js";
+import type { Db } from "../store/db.js";
+import { findRepoByName, type UpsertOutcome, upsertRepoInTx } from "../store/repos.js";
+import { upsertTagInTx } from "../store/tags.js";
+import { isOsvDocument, osvToAdvisories } from "./osv.js";
+
+export interface ApplyOptions {
+  /** Parent group for records without `parent` (and for OSV documents). */
+  readonly group?: string;
+  readonly now: number;
+}
+
+const KEYS: Readonly<Record<string, readonly string[]>> = {
+  repo: ["parent", "repo"],
+  tag: ["parent", "repo_name", "tag"],
+  advisory: ["parent", "advisory", "origin"],
+};
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function parentOf(record: Record<string, unknown>, options: ApplyOptions, field = "parent"): string {
+  const parent = record.parent === undefined ? options.group : record.parent;
+  if (typeof parent !== "string") throw invalidArgument([{ field, description: "is required (in the record or as --group)" }]);
+  const v = checkUidp(field, parent);
+  if (v) throw invalidArgument([v]);
+  return parent;
+}
+
+/** Required advisory fields and event review states (UNSPECIFIED is not a valid state). */
+function checkAdvisory(f: AdvisoryFields): void {
+  const violations: (FieldViolation | undefined)[] = [
+    f.advisoryId === "" ? { field: "advisory.advisory_id", description: "is required" } : undefined,
+    f.artifactName === "" ? { field: "advisory.artifact_name", description: "is required" } : undefined,
+    ...f.events.map((e, i) => (e.reviewState === 0 ? { field: `advisory.events[${i}].review_state`, description: "is required" } : undefined)),
+  ];
+  const found = collect(...violations);
+  if (found.length > 0) throw invalidArgument(found);
+}
+
+/**
+ * Writes one record and returns what happened to each resource it holds.
+ * @throws ApiError or Error explaining why the record is rejected.
+ */
+export function applyRecord(db: Db, value: unknown, options: ApplyOptions): UpsertOutcome[] {
+  if (isOsvDocument(value)) {
+    if (options.group === undefined) throw new Error("OSV documents need --group UID (the group the advisories go under)");
+    const group = parentOf({}, options, "--group");
+    return osvToAdvisories(value).map((f) => upsertAdvisoryInTx(db, group, f, options.now).outcome);
+  }
+  if (!isObject(value)) throw new Error("a record must be a JSON object");
+  const kind = Object.keys(KEYS).find((k) => k in value);
+  if (kind === undefined) throw new Error('a record must hold "repo", "tag" or "advisory", or be an OSV document');
+  const unknown = Object.keys(value).filter((k) => !KEYS[kind]?.includes(k));
+  if (unknown.length > 0) throw new Error(`unknown key ${JSON.stringify(unknown[0])} in a ${kind} record`);
+
+  switch (kind) {
+    case "repo": {
+      const fields = repoFields(fromJson(RepoSchema, value.repo as JsonValue));
+      return [upsertRepoInTx(db, parentOf(value, options), fields, options.now).outcome];
+    }
+    case "tag": {
+      const fields = tagFields(fromJson(TagSchema, value.tag as JsonValue));
+      let repoUid: string;
+      if (value.repo_name !== undefined) {
+        if (typeof value.repo_name !== "string") throw new Error("repo_name must be a string");
+        const group = parentOf(value, options);
+        const repo = findRepoByName(db, group, value.repo_name);
+        if (!repo) throw notFound("repo", `${group} ${value.repo_name}`);
+        repoUid = repo.uid;
+      } else {
+        if (value.parent === undefined) throw new Error("a tag record needs parent (a repo uid) or repo_name");
+        repoUid = parentOf(value, options);
+      }
+      return [upsertTagInTx(db, repoUid, fields, options.now).outcome];
+    }
+    default: {
+      if (value.origin !== undefined && typeof value.origin !== "string") throw new Error("origin must be a string");
+      const fields = advisoryFields(fromJson(AdvisorySchema, value.advisory as JsonValue), value.origin as string | undefined);
+      checkAdvisory(fields);
+      return [upsertAdvisoryInTx(db, parentOf(value, options), fields, options.now).outcome];
+    }
+  }
+}

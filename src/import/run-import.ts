@@ -1,0 +1,231 @@
+/**
+ * `trellis import [--data DIR] [--group UID] [--quiet] FILE|DIR...`: loads repos, tags and
+ * advisories (native JSON/NDJSON records and OSV documents) into the database. See
+ * docs/import.md.
+ *
+ * - Idempotent: every resource has a natural key (repo: group + name; tag: repo + name;
+ *   advisory: group + id + artifact), so a re-import updates in place and never duplicates.
+ * - Bounded transactions: records are written in batches of BATCH_SIZE, one BEGIN IMMEDIATE
+ *   transaction per batch, with a SAVEPOINT per record: a record that fails is rolled back
+ *   to its savepoint (nothing partial of it stays), reported and skipped.
+ * - Coexists with a running server: it does not take the data-directory lock, only SQLite's
+ *   write lock per batch (WAL lets the server keep reading). If it cannot get that lock within
+ *   the busy timeout it stops with a clear message; batches already committed stay.
+ * - A progress bar on stderr when stderr is a terminal; one summary line on stdout at the end.
+ *
+ * Exit status: 0 all records imported; 3 finished but some records were rejected; 1 the
+ * import could not run or stopped (lock, I/O); 2 usage error.
+ */
+import { parseArgs } from "node:util";
+import Database from "better-sqlite3";
+import cliProgress from "cli-progress";
+import { ApiError } from "../errors/api-error.js";
+import { BUSY_TIMEOUT_MS, openDatabase } from "../store/db.js";
+import type { UpsertOutcome } from "../store/repos.js";
+import { applyRecord } from "./apply-record.js";
+import { listInputFiles, type RawRecord, readRecords, totalBytes } from "./read-records.js";
+
+export const BATCH_SIZE = 500;
+/** How many rejections the summary explains one by one. */
+export const REJECTIONS_SHOWN = 10;
+
+export const IMPORT_USAGE = `usage: trellis import [--data DIR] [--group UID] [--quiet] FILE|DIR...
+  --data DIR    database directory (default $TRELLIS_DATA or ./data)
+  --group UID   group for records without "parent", and for OSV documents
+  --quiet       no progress bar`;
+
+export interface ImportIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  readonly env: NodeJS.ProcessEnv;
+}
+
+export interface ImportSummary {
+  loaded: number;
+  updated: number;
+  unchanged: number;
+  rejected: number;
+  records: number;
+  readonly rejections: { where: string; reason: string }[];
+}
+
+/** The database lock is held by another writer: the import cannot proceed. */
+class LockRefused extends Error {}
+
+function isBusy(err: unknown): boolean {
+  return err instanceof Database.SqliteError && (err.code === "SQLITE_BUSY" || err.code.startsWith("SQLITE_BUSY_"));
+}
+
+/** A record's own fault (reject and go on) rather than the database's (stop). */
+function isRecordFault(err: unknown): boolean {
+  if (err instanceof ApiError) return true;
+  if (err instanceof Database.SqliteError) return err.code.startsWith("SQLITE_CONSTRAINT") || err.code === "SQLITE_TOOBIG";
+  return err instanceof Error;
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The command: parses args, runs the import, prints the summary. Returns the exit status. */
+export async function runImport(args: string[], io: ImportIo = process): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs<{ options: { data: { type: "string" }; group: { type: "string" }; quiet: { type: "boolean" }; help: { type: "boolean"; short: "h" } }; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({
+      args,
+      options: { data: { type: "string" }, group: { type: "string" }, quiet: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+    });
+  } catch (err) {
+    io.stderr.write(`trellis import: ${reasonOf(err)}\n${IMPORT_USAGE}\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    io.stdout.write(`${IMPORT_USAGE}\n`);
+    return 0;
+  }
+  if (parsed.positionals.length === 0) {
+    io.stderr.write(`trellis import: give at least one FILE or DIR\n${IMPORT_USAGE}\n`);
+    return 2;
+  }
+  let files: string[];
+  try {
+    files = listInputFiles(parsed.positionals);
+  } catch (err) {
+    io.stderr.write(`trellis import: ${reasonOf(err)}\n`);
+    return 2;
+  }
+  const dataDir = parsed.values.data ?? io.env.TRELLIS_DATA ?? "./data";
+  const showProgress = !parsed.values.quiet && io.stderr.isTTY === true;
+  const started = Date.now();
+  let summary: ImportSummary;
+  try {
+    summary = await importFiles(dataDir, files, { group: parsed.values.group, progress: showProgress ? io.stderr : undefined });
+  } catch (err) {
+    io.stderr.write(`trellis import: ${reasonOf(err)}\n`);
+    return 1;
+  }
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  io.stdout.write(
+    `import: ${summary.loaded} loaded, ${summary.updated} updated, ${summary.unchanged} unchanged, ${summary.rejected} rejected` +
+      ` (${summary.records} records from ${files.length} files in ${seconds}s)\n`,
+  );
+  for (const r of summary.rejections) io.stderr.write(`rejected ${r.where}: ${r.reason}\n`);
+  if (summary.rejected > summary.rejections.length) {
+    io.stderr.write(`... and ${summary.rejected - summary.rejections.length} more rejected records\n`);
+  }
+  return summary.rejected > 0 ? 3 : 0;
+}
+
+export interface ImportOptions {
+  readonly group?: string;
+  /** Where to draw the progress bar, if anywhere. */
+  readonly progress?: NodeJS.WritableStream;
+}
+
+/**
+ * Imports `files` into the database in `dataDir`.
+ * @throws Error (lock refused, I/O or database failure); committed batches stay committed.
+ */
+export async function importFiles(dataDir: string, files: readonly string[], options: ImportOptions = {}): Promise<ImportSummary> {
+  const summary: ImportSummary = { loaded: 0, updated: 0, unchanged: 0, rejected: 0, records: 0, rejections: [] };
+  let database: ReturnType<typeof openDatabase>;
+  try {
+    // No data-directory lock: a running server may keep serving while we write (WAL).
+    database = openDatabase(dataDir, { lock: false });
+  } catch (err) {
+    if (isBusy(err)) throw lockRefused(dataDir, summary);
+    throw err;
+  }
+  const { db } = database;
+  const sqlite = db.$client;
+  const bar = options.progress
+    ? new cliProgress.SingleBar(
+        {
+          stream: options.progress,
+          format: "importing [{bar}] {percentage}% | {loaded} loaded, {updated} updated, {rejected} rejected",
+          hideCursor: true,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : undefined;
+  bar?.start(totalBytes(files), 0, { loaded: 0, updated: 0, rejected: 0 });
+
+  const reject = (where: string, reason: string) => {
+    summary.rejected++;
+    if (summary.rejections.length < REJECTIONS_SHOWN) summary.rejections.push({ where, reason });
+  };
+  const tally = (outcomes: UpsertOutcome[]) => {
+    for (const o of outcomes) summary[o]++;
+  };
+
+  const begin = () => {
+    try {
+      sqlite.exec("BEGIN IMMEDIATE");
+    } catch (err) {
+      if (isBusy(err)) throw lockRefused(dataDir, summary);
+      throw err;
+    }
+  };
+
+  const commitBatch = (batch: RawRecord[]) => {
+    if (batch.length === 0) return;
+    begin();
+    try {
+      const now = Date.now();
+      for (const rec of batch) {
+        summary.records++;
+        if (rec.error !== undefined) {
+          reject(rec.where, rec.error);
+          continue;
+        }
+        sqlite.exec("SAVEPOINT import_record");
+        try {
+          tally(applyRecord(db, rec.value, { group: options.group, now }));
+          sqlite.exec("RELEASE import_record");
+        } catch (err) {
+          sqlite.exec("ROLLBACK TO import_record");
+          sqlite.exec("RELEASE import_record");
+          if (!isRecordFault(err)) throw err;
+          reject(rec.where, reasonOf(err));
+        }
+      }
+      sqlite.exec("COMMIT");
+    } catch (err) {
+      if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
+      throw err;
+    }
+    const last = batch[batch.length - 1];
+    bar?.update(last?.bytesDone ?? 0, { loaded: summary.loaded, updated: summary.updated, rejected: summary.rejected });
+  };
+
+  try {
+    // Refuse up front, before reading anything, when another writer holds the lock.
+    begin();
+    sqlite.exec("ROLLBACK");
+    let batch: RawRecord[] = [];
+    for await (const rec of readRecords(files)) {
+      batch.push(rec);
+      if (batch.length >= BATCH_SIZE) {
+        commitBatch(batch);
+        batch = [];
+      }
+    }
+    commitBatch(batch);
+    return summary;
+  } finally {
+    bar?.stop();
+    database.close();
+  }
+}
+
+function lockRefused(dataDir: string, summary: ImportSummary): LockRefused {
+  const done =
+    summary.records === 0
+      ? "Nothing was imported."
+      : `The ${summary.records} records before this batch are committed; re-running the import is safe (it updates in place).`;
+  return new LockRefused(
+    `cannot take the write lock on the database in ${dataDir}: another process is writing to it ` +
+      `(still busy after ${BUSY_TIMEOUT_MS} ms). ${done} Try again when it is idle.`,
+  );
+}

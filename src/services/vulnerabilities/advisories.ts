@@ -1,0 +1,87 @@
+/**
+ * chainguard.platform.vulnerabilities.v2beta1.AdvisoriesService: read-only, as published.
+ * Advisories are written by `trellis import` (src/import/). Every published filter is
+ * honoured; see src/store/advisories.ts for how each one is answered.
+ */
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  type AdvisoriesService,
+  ListAdvisoriesRequestSchema,
+} from "../../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import { invalidField, notFound } from "../../errors/api-error.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
+import { listPage } from "../../pagination/page.js";
+import { type AdvisoryListFilter, type AdvisoryOrder, advisoryOrderValue } from "../../store/advisories.js";
+import type { ServiceContext } from "../context.js";
+import { filterKey, toUidpFilter } from "../list-request.js";
+import { checkUidp, requireValid } from "../validate.js";
+import { advisoryToProto } from "./convert.js";
+
+const ADVISORY_ORDERS: Readonly<Record<string, AdvisoryOrder>> = {
+  uid: "uid",
+  advisory_id: "advisory_id",
+  create_time: "create_time",
+  created_at: "create_time",
+  update_time: "update_time",
+  updated_at: "update_time",
+};
+
+/** Longest free-text `query` accepted: it is a substring test, not a search language. */
+export const QUERY_MAX = 256;
+
+export function createAdvisoriesService(ctx: ServiceContext): Partial<ServiceImpl<typeof AdvisoriesService>> {
+  const store = ctx.store.advisories;
+  return {
+    async getAdvisory(req) {
+      requireValid(checkUidp("uid", req.uid));
+      const row = await store.get(req.uid);
+      if (!row) throw notFound("advisory", req.uid);
+      return advisoryToProto(row);
+    },
+
+    async listAdvisories(req, context) {
+      if ([...req.query].length > QUERY_MAX) throw invalidField("query", `must be at most ${QUERY_MAX} characters`);
+      const filter: AdvisoryListFilter = {
+        uidp: toUidpFilter(req.uidp),
+        within: visibleScopes(context),
+        advisoryIds: req.advisoryIds,
+        legacyAdvisoryIds: req.legacyAdvisoryIds,
+        artifactNames: req.artifactNames,
+        artifactTypes: req.artifactTypes,
+        artifactArchitectures: req.artifactArchitectures,
+        componentNames: req.componentNames,
+        componentTypes: req.componentTypes,
+        componentLocations: req.componentLocations,
+        aliases: req.aliases,
+        origin: req.origin,
+        eventReviewStates: req.eventReviewStates,
+        eventAuthors: req.eventAuthors,
+        excludeEventAuthors: req.excludeEventAuthors,
+        eventReviewers: req.eventReviewers,
+        eventTypes: req.eventTypes,
+        // UNSPECIFIED is the enum's "no filter".
+        latestEventType: req.latestEventType ? req.latestEventType : undefined,
+        query: req.query.trim() || undefined,
+      };
+      const page = await listPage(
+        req,
+        {
+          orders: ADVISORY_ORDERS,
+          defaultOrder: { key: "uid", desc: false },
+          filterKey: filterKey(ListAdvisoriesRequestSchema, req),
+          fetch: (q) => store.list(filter, q),
+          count: () => store.count(filter),
+          cursor: (row, order) => ({ value: advisoryOrderValue(row, order), uid: row.uid }),
+        },
+        ctx.pageTokens,
+        ctx.now(),
+      );
+      return {
+        advisories: page.items.map(advisoryToProto),
+        nextPageToken: page.nextPageToken,
+        totalCount: page.totalCount,
+        skipped: page.skipped,
+      };
+    },
+  };
+}
