@@ -249,3 +249,28 @@ describe("trellis import, registry and advisories", () => {
     expect(badAdvisory.stderr).toContain("code: INVALID_ARGUMENT");
   }, 60_000);
 });
+
+describe("trellis error paths not covered above", () => {
+  it("each ends with the right exit code and says why", async () => {
+    const cases: [string[], number, string][] = [
+      [["iam", "groups", "delete", "acme"], 1, "code: FAILED_PRECONDITION"],
+      [["iam", "groups", "list", "--name", "Bad Name!", "--parent", "no such group"], 2, 'no group named "no such group"'],
+      [["iam", "identities", "delete", "not-a-uid"], 1, "code: INVALID_ARGUMENT"],
+      [["iam", "roles", "get", "no-such-role"], 2, 'no role named "no-such-role"'],
+      [["iam", "roles", "list", "--group", "no such group"], 2, 'no group named "no such group"'],
+      [["iam", "role-bindings", "list", "--identity", "not-a-uid"], 1, "field identity:"],
+      [["iam", "invites", "list", "--group", "no such group"], 2, 'no group named "no such group"'],
+      [["iam", "invites", "delete", "not-a-uid"], 1, "code: INVALID_ARGUMENT"],
+      [["registry", "repos", "list", "--group", "no such group"], 2, 'no group named "no such group"'],
+      [["registry", "tags", "list", "--repo", "not-a-uid"], 1, "code: INVALID_ARGUMENT"],
+      [["advisories", "list", "--limit", "0"], 2, "must be a positive integer"],
+    ];
+    const results = await Promise.all(cases.map(([args]) => cli.run(args)));
+    results.forEach((r, i) => {
+      const [args, code, text] = cases[i]!;
+      expect(r.code, `trellis ${args.join(" ")}: ${r.stderr}`).toBe(code);
+      expect(r.stderr, args.join(" ")).toContain(text);
+      expect(r.stdout, args.join(" ")).toBe("");
+    });
+  }, 60_000);
+});

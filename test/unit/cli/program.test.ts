@@ -54,6 +54,8 @@ describe("trellis program", () => {
       [["iam", "groups", "list", "--limit", "0"], /must be a positive integer/],
       [["iam", "groups", "create"], /missing required argument 'name'/],
       [["iam", "identities", "create", "x"], /required option '--group <group>' not specified/],
+      [["iam", "identities", "update", "x"], /nothing to update/],
+      [["iam", "groups", "list", "--parent", "a", "--descendants-of", "b"], /cannot be combined/],
       [["--protocol", "http3", "iam", "groups", "list"], /argument 'http3' is invalid/],
       [["--api", "ftp://x", "iam", "groups", "list"], /--api must be an http/],
       [["completion", "fish"], /value 'fish' is invalid/],
