@@ -85,8 +85,7 @@ export function registerAuth(program: Command, io: Io): void {
         if (!supportsDevice(config)) throw usageError(`${idp.issuer} does not offer the device flow; log in without --device`);
         tokens = await deviceLogin(config, log);
       } else {
-        if (supportsDevice(config)) log("(No browser on this machine? Run `trellis auth login --device`.)");
-        tokens = await browserLogin(config, { openBrowser: o.browser, log });
+        tokens = await browserLogin(config, { openBrowser: o.browser, offerDevice: supportsDevice(config), log });
       }
       const token = await exchange(url, tokens.idToken.token, apiAudience(url));
       writeLogin(url, { source: { kind: "user", issuer: idp.issuer, clientId: idp.clientId, ...tokens }, token }, io.env);

@@ -52,7 +52,7 @@ function scope(config: oidc.Configuration): string {
  */
 export async function browserLogin(
   config: oidc.Configuration,
-  options: { openBrowser: boolean; log: (line: string) => void },
+  options: { openBrowser: boolean; offerDevice: boolean; log: (line: string) => void },
 ): Promise<IdpTokens> {
   const verifier = oidc.randomPKCECodeVerifier();
   const challenge = await oidc.calculatePKCECodeChallenge(verifier);
@@ -89,6 +89,8 @@ export async function browserLogin(
     const opened = options.openBrowser && openBrowser(authUrl.href);
     options.log(opened ? "Opening your browser to log in. If it does not open, visit:" : "To log in, open this URL in a browser:");
     options.log(`  ${authUrl.href}`);
+    // The loopback redirect needs a browser on this machine; the device flow does not.
+    if (!opened && options.offerDevice) options.log("(No browser on this machine? Run `trellis auth login --device` instead.)");
     const returned = await callback;
     const error = returned.searchParams.get("error");
     if (error) {
