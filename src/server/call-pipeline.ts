@@ -9,7 +9,7 @@
  * would not do this: they live inside connect-node's protocol handling, which the REST door
  * and any later fast path deliberately skip.)
  *
- * Order inside a call: before-call hooks (authentication; added by the auth issue) → the
+ * Order inside a call: before-call hooks (authentication, then authorization: src/auth/) → the
  * implementation → on failure, toConnectError (ErrorInfo first; unexpected causes logged,
  * never sent) → one log line {protocol, method, code, ms}. Request headers are never logged.
  * Methods with no implementation answer UNIMPLEMENTED with ErrorInfo.
@@ -20,8 +20,11 @@ import { CODE_NAMES, unimplemented } from "../errors/api-error.js";
 import { toConnectError } from "../errors/to-connect-error.js";
 import type { Logger } from "./logger.js";
 
-/** Runs before the implementation; may throw an ApiError to stop the call. */
-export type BeforeCallHook = (method: DescMethod, context: HandlerContext) => void | Promise<void>;
+/**
+ * Runs before the implementation with the decoded request; may throw an ApiError to stop
+ * the call. Hooks run in order (authentication, then authorization).
+ */
+export type BeforeCallHook = (method: DescMethod, context: HandlerContext, request: unknown) => void | Promise<void>;
 
 export interface CallPipeline {
   /**
@@ -48,7 +51,7 @@ export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
     return async (request, context) => {
       const start = performance.now();
       try {
-        for (const hook of hooks) await hook(method, context);
+        for (const hook of hooks) await hook(method, context, request);
         if (!impl) throw unimplemented(name);
         const response = await impl(request, context);
         log.info({ protocol: context.protocolName, method: name, code: "OK", ms: elapsed(start) }, "call");

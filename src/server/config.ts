@@ -7,8 +7,12 @@
  *   --error-domain D   TRELLIS_ERROR_DOMAIN  default iam.chainguard.dev (ErrorInfo.domain)
  *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels; "silent" turns logs off)
  *   --cors-origin O    TRELLIS_CORS_ORIGINS  comma-separated browser origins allowed (default none)
+ *   --issuer-url URL   TRELLIS_ISSUER_URL    `iss` and `aud` of our API tokens (default: the listen URL)
+ *   --config FILE      TRELLIS_CONFIG        trust configuration (src/auth/trust-config.ts)
  */
 import { parseArgs } from "node:util";
+import { normalizeIssuerUrl } from "../auth/issuer-settings.js";
+import { loadTrustConfig, type TrustConfig } from "../auth/trust-config.js";
 
 export interface ServerConfig {
   readonly host: string;
@@ -19,6 +23,10 @@ export interface ServerConfig {
   readonly logLevel: string;
   /** Browser origins allowed by CORS; empty turns CORS off. */
   readonly corsOrigins?: readonly string[];
+  /** Issuer URL of our API tokens (also their audience); default the listen URL. */
+  readonly issuerUrl?: string;
+  /** Trusted identity providers and the registry audience (from --config; none by default). */
+  readonly trust?: TrustConfig;
 }
 
 export const DEFAULT_ERROR_DOMAIN = "iam.chainguard.dev";
@@ -61,6 +69,8 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       "error-domain": { type: "string" },
       "log-level": { type: "string" },
       "cors-origin": { type: "string", multiple: true },
+      "issuer-url": { type: "string" },
+      config: { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -69,6 +79,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   const { host, port } = parseAddr(addr);
   const certFile = values["tls-cert"] ?? env.TRELLIS_TLS_CERT;
   const keyFile = values["tls-key"] ?? env.TRELLIS_TLS_KEY;
+  const configFile = values.config ?? env.TRELLIS_CONFIG;
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw new Error("--tls-cert and --tls-key must be given together");
   }
@@ -83,6 +94,8 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       .flatMap((o) => o.split(","))
       .map((o) => o.trim())
       .filter(Boolean),
+    issuerUrl: optionalIssuerUrl(values["issuer-url"] ?? env.TRELLIS_ISSUER_URL),
+    trust: configFile ? loadTrustConfig(configFile) : undefined,
   };
 }
 
@@ -92,4 +105,13 @@ export function parseAddr(addr: string): { host: string; port: number } {
   const port = m ? Number(m[3]) : Number.NaN;
   if (!m || port > 65535) throw new Error(`--addr must be HOST:PORT (got ${JSON.stringify(addr)})`);
   return { host: m[1] ?? m[2] ?? "127.0.0.1", port };
+}
+
+function optionalIssuerUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  try {
+    return normalizeIssuerUrl(value);
+  } catch (err) {
+    throw new Error(`--issuer-url: ${(err as Error).message}`);
+  }
 }

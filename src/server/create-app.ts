@@ -8,6 +8,12 @@ import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { credentialInQuery, tokenInUrlError } from "../auth/authenticate.js";
+import { createExchangeService } from "../auth/exchange.js";
+import { createIdpVerifier } from "../auth/idp-keys.js";
+import { createAuth } from "../auth/setup.js";
+import { EMPTY_TRUST } from "../auth/trust-config.js";
+import type { TokenIssuer } from "../auth/tokens.js";
 import { createPageTokenCodec } from "../pagination/page-token.js";
 import type { ServiceContext } from "../services/context.js";
 import { openDatabase } from "../store/db.js";
@@ -39,6 +45,8 @@ export interface App {
   readonly host: string;
   readonly port: number;
   readonly log: Logger;
+  /** The token issuer: `iss` and `aud` of our API tokens, minting and verification. */
+  readonly issuer: TokenIssuer;
   /** Graceful stop: refuse new work, finish in-flight calls, close the database. */
   close(): Promise<void>;
 }
@@ -73,8 +81,26 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
       pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
     };
-    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain });
-    const services = apiServices(ctx);
+    const trust = config.trust ?? EMPTY_TRUST;
+    let auth: ReturnType<typeof createAuth> | undefined;
+    const services = apiServices(ctx, {
+      securityTokenService: createExchangeService({
+        issuer: () => (auth as ReturnType<typeof createAuth>).issuer(),
+        idp: createIdpVerifier(now),
+        trust,
+        identities: ctx.store.identities,
+        now,
+      }),
+    });
+    auth = createAuth({
+      db,
+      now,
+      services: services.map((s) => s.service),
+      grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
+      userIdps: () =>
+        trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
+    });
+    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall: auth.hooks });
     let serving = HealthCheckResponse_ServingStatus.SERVING;
     const shutdown = new AbortController();
 
@@ -89,6 +115,10 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       services: services.map((s) => s.service),
       errorDomain: config.errorDomain,
       maxBodyBytes: LIMITS.maxMessageBytes,
+      screen({ url }) {
+        const param = credentialInQuery(url);
+        if (param !== undefined) throw tokenInUrlError(param);
+      },
       // Errors inside the pipeline are logged there; this catches the rest (binding, rendering).
       onUnexpectedError: (err) => log.error({ err, protocol: "rest" }, "unexpected error"),
       async invokeUnary(method, request, call) {
@@ -135,6 +165,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const listener = await listen(
       (req, res) => {
         if (cors?.(req, res)) return;
+        if (auth.wellKnown(req, res)) return;
         const toConnect = () => {
           conformProtocolErrors(req, res, config.errorDomain);
           connectHandler(req, res);
@@ -163,13 +194,16 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     );
     const scheme = config.tls ? "https" : "http";
     const hostForUrl = listener.host.includes(":") ? `[${listener.host}]` : listener.host;
+    const url = `${scheme}://${hostForUrl}:${listener.port}`;
+    const issuer = auth.start(config.issuerUrl ?? url);
 
     let closing: Promise<void> | undefined;
     return {
-      url: `${scheme}://${hostForUrl}:${listener.port}`,
+      url,
       host: listener.host,
       port: listener.port,
       log,
+      issuer,
       close() {
         closing ??= (async () => {
           serving = HealthCheckResponse_ServingStatus.NOT_SERVING;

@@ -44,8 +44,13 @@ function entry<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>)
   return { service, impl: impl as Partial<ServiceImpl<DescService>> };
 }
 
+/** Implementations built outside the service context (the token exchange needs the issuer). */
+export interface ServiceOverrides {
+  readonly securityTokenService?: Partial<ServiceImpl<typeof SecurityTokenService>>;
+}
+
 /** All API services, in the order they appear in reflection. */
-export function apiServices(ctx: ServiceContext): ServiceEntry[] {
+export function apiServices(ctx: ServiceContext, overrides: ServiceOverrides = {}): ServiceEntry[] {
   return [
     // IAM v2beta1
     entry(GroupsService, createGroupsService(ctx)),
@@ -63,6 +68,6 @@ export function apiServices(ctx: ServiceContext): ServiceEntry[] {
     entry(GroupsV1, createGroupsV1Service(ctx)),
     entry(RegistryV1, createRegistryV1Service(ctx)),
     // Token exchange
-    entry(SecurityTokenService, {}), // issue 5
+    entry(SecurityTokenService, overrides.securityTokenService ?? {}), // src/auth/exchange.ts
   ];
 }

@@ -42,13 +42,24 @@ export function toUidpFilter(uidp: UIDPFilter | undefined): UidpFilter {
   };
 }
 
-/** Canonical bytes of a List request without its paging fields: what a page token binds to. */
-export function filterKey<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>): Uint8Array {
+/**
+ * Canonical bytes of a List request without its paging fields, plus the caller's visible
+ * scopes (authorization's restriction): what a page token binds to. Binding the scopes means
+ * a token replayed by a caller who sees other groups is refused instead of carrying the
+ * first caller's total_count over (AIP-158: tokens never grant access).
+ */
+export function filterKey<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>, within?: readonly string[]): Uint8Array {
   const copy = clone(schema, request) as Record<string, unknown>;
   for (const field of schema.fields) {
     if (PAGING_FIELDS.has(field.name)) {
       copy[field.localName] = field.fieldKind === "scalar" && field.scalar === 9 ? "" : 0;
     }
   }
-  return toBinary(schema, copy as MessageShape<Desc>);
+  const bytes = toBinary(schema, copy as MessageShape<Desc>);
+  if (within === undefined) return bytes;
+  const scopes = new TextEncoder().encode(`\u0000within:${[...within].sort().join(",")}`);
+  const out = new Uint8Array(bytes.length + scopes.length);
+  out.set(bytes);
+  out.set(scopes, bytes.length);
+  return out;
 }

@@ -10,7 +10,7 @@ import { count, eq, type SQL, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
 
 export interface GitHubInstallation {
@@ -63,6 +63,8 @@ export interface AccountAssociationListFilter {
   readonly uidp: UidpFilter;
   /** Exact, case-sensitive name. */
   readonly name?: string;
+  /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
+  readonly within?: readonly string[];
 }
 
 export interface AccountAssociationsRepository {
@@ -96,7 +98,11 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     .prepare();
 
   const where = (f: AccountAssociationListFilter) =>
-    allOf([...hierarchyConditions(f.uidp), f.name !== undefined ? eq(accountAssociations.name, f.name) : undefined]);
+    allOf([
+      ...hierarchyConditions(f.uidp),
+      f.name !== undefined ? eq(accountAssociations.name, f.name) : undefined,
+      withinConditions(accountAssociations.uid, f.within),
+    ]);
 
   return {
     async get(uid) {

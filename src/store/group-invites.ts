@@ -13,7 +13,7 @@ import { and, count, eq, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
@@ -63,6 +63,8 @@ export interface GroupInviteListFilter {
   readonly uidp: UidpFilter;
   /** Exact key id. */
   readonly keyId?: string;
+  /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
+  readonly within?: readonly string[];
 }
 
 const KEY_ID_LENGTH = 16;
@@ -115,6 +117,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
     allOf([
       ...uidpConditions(groupInvites.uid, groupInvites.parentUid, f.uidp),
       f.keyId !== undefined ? eq(groupInvites.keyId, f.keyId) : undefined,
+      withinConditions(groupInvites.uid, f.within),
     ]);
 
   return {

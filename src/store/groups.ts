@@ -6,9 +6,10 @@
  * types enter here.
  */
 import { count, eq, or, sql } from "drizzle-orm";
-import { failedPrecondition, notFound } from "../errors/api-error.js";
+import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
+import { builtInRoleUid } from "./builtin-roles.js";
 import { type Db, writeTransaction } from "./db.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import {
   accountAssociations,
@@ -33,6 +34,8 @@ export interface GroupListFilter {
   readonly uidp: UidpFilter;
   /** Exact, case-sensitive name. */
   readonly name?: string;
+  /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
+  readonly within?: readonly string[];
 }
 
 export interface NewGroup {
@@ -83,8 +86,12 @@ export interface GroupsRepository {
   /**
    * Inserts a group with a fresh uid under `parentUid` (a root when null).
    * A child inherits its root's kind. @throws NOT_FOUND when the parent does not exist.
+   * With `ownerIdentityUid` (an organization created by a signed-in user), the same
+   * transaction binds that identity to the built-in `owner` role on the new group, so the
+   * creator can never end up with an organization nobody may manage.
+   * @throws PERMISSION_DENIED when the owner is not an existing user identity (a root).
    */
-  create(group: NewGroup, now: number): Promise<GroupRecord>;
+  create(group: NewGroup, now: number, ownerIdentityUid?: string): Promise<GroupRecord>;
   /** Applies `changes` and bumps update_time. @throws NOT_FOUND. */
   update(uid: string, changes: GroupChanges, now: number): Promise<GroupRecord>;
   /**
@@ -105,15 +112,31 @@ export function createGroupsRepository(db: Db): GroupsRepository {
   const getStmt = db.select().from(groups).where(eq(groups.uid, sql.placeholder("uid"))).prepare();
 
   const where = (f: GroupListFilter) =>
-    allOf([...uidpConditions(groups.uid, groups.parentUid, f.uidp), f.name !== undefined ? eq(groups.name, f.name) : undefined]);
+    allOf([
+      ...uidpConditions(groups.uid, groups.parentUid, f.uidp),
+      f.name !== undefined ? eq(groups.name, f.name) : undefined,
+      withinConditions(groups.uid, f.within),
+    ]);
 
   return {
     async get(uid) {
       return getStmt.get({ uid });
     },
 
-    async create(group, now) {
+    async create(group, now, ownerIdentityUid) {
       return writeTransaction(db, (tx) => {
+        if (ownerIdentityUid !== undefined) {
+          // Only a user identity (a root: a person) founds an organization; an assumable
+          // identity belongs to its own group and may not be bound outside its tree.
+          const owner = tx
+            .select({ parentUid: identities.parentUid })
+            .from(identities)
+            .where(eq(identities.uid, ownerIdentityUid))
+            .get();
+          if (!owner || owner.parentUid !== null) {
+            throw permissionDenied("only a registered user identity may create an organization");
+          }
+        }
         let kind = group.kind;
         if (group.parentUid !== null) {
           const parent = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, group.parentUid)).get();
@@ -132,6 +155,11 @@ export function createGroupsRepository(db: Db): GroupsRepository {
           updateTime: now,
         };
         tx.insert(groups).values(row).run();
+        if (ownerIdentityUid !== undefined) {
+          tx.insert(roleBindings)
+            .values({ uid: newUidp(row.uid), groupUid: row.uid, identityUid: ownerIdentityUid, roleUid: builtInRoleUid("owner"), createTime: now })
+            .run();
+        }
         return row;
       });
     },

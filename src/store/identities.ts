@@ -9,11 +9,12 @@
  * by role-binding hydration). Every check-then-write runs in one BEGIN IMMEDIATE transaction;
  * errors are ApiErrors; no proto types enter here.
  */
+import { createHash } from "node:crypto";
 import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
@@ -120,6 +121,8 @@ export interface IdentityListFilter {
   readonly name?: string;
   /** Only identities with this kind of relationship. */
   readonly kind?: RelationshipKind;
+  /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
+  readonly within?: readonly string[];
 }
 
 export interface IdentitiesRepository {
@@ -142,6 +145,21 @@ export interface IdentitiesRepository {
    * no such identity.
    */
   touchLastSeen(uid: string, now: number): Promise<boolean>;
+  /**
+   * The user identity (a root) of the person behind (issuer, subject), created on first use
+   * with an exact claim match; its uid is `userIdentityUid(issuer, subject)`, so the same
+   * person always gets the same identity. Sets last_seen_time. One transaction.
+   */
+  findOrCreateUser(user: { readonly issuer: string; readonly subject: string; readonly name: string; readonly email: string }, now: number): Promise<IdentityRecord>;
+}
+
+/**
+ * The deterministic uid of a user identity: SHA-1 (20 bytes, the size of a root UID) of
+ * issuer and subject. The published algorithm is unknown (api-facts §12); this one only
+ * has to be stable and collision-free in practice.
+ */
+export function userIdentityUid(issuer: string, subject: string): string {
+  return createHash("sha1").update(`${issuer}\u0000${subject}`).digest("hex");
 }
 
 export function createIdentitiesRepository(db: Db): IdentitiesRepository {
@@ -157,6 +175,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       ...uidpConditions(identities.uid, identities.parentUid, f.uidp),
       f.name !== undefined ? eq(identities.name, f.name) : undefined,
       f.kind !== undefined ? eq(identities.relationshipType, RELATIONSHIP_TYPES[f.kind]) : undefined,
+      withinConditions(identities.uid, f.within),
     ]);
 
   return {
@@ -225,6 +244,39 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     async count(filter) {
       const r = db.select({ n: count() }).from(identities).where(where(filter)).get();
       return r?.n ?? 0;
+    },
+
+    async findOrCreateUser(user, now) {
+      return writeTransaction(db, (tx) => {
+        const uid = userIdentityUid(user.issuer, user.subject);
+        const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
+        if (existing) {
+          tx.update(identities).set({ lastSeenTime: now }).where(eq(identities.uid, uid)).run();
+          return toRecord({ ...existing, lastSeenTime: now });
+        }
+        const relationship: ClaimMatchRelationship = {
+          kind: "claim_match",
+          issuer: { exact: user.issuer },
+          subject: { exact: user.subject },
+          claims: {},
+          claimPatterns: {},
+        };
+        const row: IdentityRow = {
+          uid,
+          parentUid: null,
+          name: user.name,
+          description: "",
+          email: user.email,
+          emailUnverified: "",
+          company: "",
+          ...relationshipColumns(relationship),
+          lastSeenTime: now,
+          createTime: now,
+          updateTime: now,
+        };
+        tx.insert(identities).values(row).run();
+        return toRecord(row);
+      });
     },
 
     async touchLastSeen(uid, now) {

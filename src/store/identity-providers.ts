@@ -10,7 +10,7 @@
 import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
 import { newUidp } from "./uidp.js";
@@ -69,6 +69,8 @@ export interface IdentityProviderListFilter {
   readonly uidp: UidpFilter;
   /** Exact, case-sensitive name. */
   readonly name?: string;
+  /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
+  readonly within?: readonly string[];
 }
 
 /** The JSON document in the `oidc` column. */
@@ -112,6 +114,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
     allOf([
       ...uidpConditions(identityProviders.uid, identityProviders.parentUid, f.uidp),
       f.name !== undefined ? eq(identityProviders.name, f.name) : undefined,
+      withinConditions(identityProviders.uid, f.within),
     ]);
 
   return {

@@ -19,7 +19,7 @@ import { and, count, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
 import { isAncestorOrSelf, newUidp } from "./uidp.js";
 
@@ -73,6 +73,8 @@ export interface RoleBindingListFilter {
   readonly identityUid?: string;
   readonly groupUid?: string;
   readonly roleUid?: string;
+  /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
+  readonly within?: readonly string[];
 }
 
 export interface RoleBindingsRepository {
@@ -92,6 +94,18 @@ export interface RoleBindingsRepository {
   delete(uid: string): Promise<void>;
   list(filter: RoleBindingListFilter, page: KeysetQuery<RoleBindingOrder>): Promise<RoleBindingRecord[]>;
   count(filter: RoleBindingListFilter): Promise<number>;
+  /**
+   * What an identity is granted: for each of its bindings, the group and the bound role's
+   * capability numbers. Read fresh on every call by authorization (no decision cache), so a
+   * deleted binding stops granting on the next call.
+   */
+  grantsOf(identityUid: string): Promise<Grant[]>;
+}
+
+/** One binding seen from authorization: capabilities held at a group (and its descendants). */
+export interface Grant {
+  readonly groupUid: string;
+  readonly capabilities: readonly number[];
 }
 
 /** The hydrated read: the binding joined with its identity, group and role. */
@@ -124,9 +138,17 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
   const getStmt = read(db).where(eq(roleBindings.uid, sql.placeholder("uid"))).prepare();
   const readOne = (tx: Db, uid: string) => read(tx).where(eq(roleBindings.uid, uid)).get() as RoleBindingRecord;
 
+  const grantsStmt = db
+    .select({ groupUid: roleBindings.groupUid, capabilities: roles.capabilities })
+    .from(roleBindings)
+    .innerJoin(roles, eq(roles.uid, roleBindings.roleUid))
+    .where(eq(roleBindings.identityUid, sql.placeholder("identityUid")))
+    .prepare();
+
   const where = (f: RoleBindingListFilter) =>
     allOf([
       ...uidpConditions(roleBindings.uid, roleBindings.groupUid, f.uidp),
+      withinConditions(roleBindings.uid, f.within),
       f.identityUid !== undefined ? eq(roleBindings.identityUid, f.identityUid) : undefined,
       f.groupUid !== undefined ? eq(roleBindings.groupUid, f.groupUid) : undefined,
       f.roleUid !== undefined ? eq(roleBindings.roleUid, f.roleUid) : undefined,
@@ -189,6 +211,10 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
     async count(filter) {
       const r = db.select({ n: count() }).from(roleBindings).where(where(filter)).get();
       return r?.n ?? 0;
+    },
+
+    async grantsOf(identityUid) {
+      return grantsStmt.all({ identityUid }).map((r) => ({ groupUid: r.groupUid, capabilities: JSON.parse(r.capabilities) as number[] }));
     },
   };
 }

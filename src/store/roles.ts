@@ -7,13 +7,13 @@
  * numbers. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
  * ApiErrors; no proto types enter here.
  */
-import { count, eq, sql } from "drizzle-orm";
+import { count, eq, or, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions } from "./list-query.js";
+import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
@@ -53,6 +53,11 @@ export interface RoleListFilter {
   readonly uidp: UidpFilter;
   /** Exact, case-sensitive name. */
   readonly name?: string;
+  /**
+   * Authorization's visible scopes (list-query.ts withinConditions); undefined = all.
+   * Built-in roles are visible to everyone, whatever the scopes.
+   */
+  readonly within?: readonly string[];
 }
 
 /**
@@ -93,7 +98,11 @@ export function createRolesRepository(db: Db): RolesRepository {
   const getStmt = db.select().from(roles).where(eq(roles.uid, sql.placeholder("uid"))).prepare();
 
   const where = (f: RoleListFilter) =>
-    allOf([...uidpConditions(roles.uid, roles.parentUid, f.uidp), f.name !== undefined ? eq(roles.name, f.name) : undefined]);
+    allOf([
+      ...uidpConditions(roles.uid, roles.parentUid, f.uidp),
+      f.name !== undefined ? eq(roles.name, f.name) : undefined,
+      f.within === undefined ? undefined : or(eq(roles.builtIn, true), withinConditions(roles.uid, f.within)),
+    ]);
 
   /** The role as a mutation sees it. @throws NOT_FOUND; FAILED_PRECONDITION for a built-in role. */
   const requireCustomRole = (tx: Db, uid: string, verb: string): RoleRow => {

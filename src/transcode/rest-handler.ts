@@ -69,6 +69,12 @@ export interface RestHandlerOptions {
    * Default: `/openapi.json`, titled for Trellis.
    */
   readonly openApi?: { readonly path: string; readonly title: string; readonly version: string } | false;
+  /**
+   * Runs on a routed request before its body is read or bound; may throw an ApiError to
+   * refuse it (authentication refuses credentials in the URL query this way, before an
+   * unknown query parameter could become a 400).
+   */
+  readonly screen?: (call: { readonly httpMethod: string; readonly url: string }) => void;
   /** Receives causes hidden behind INTERNAL answers (never sent to the client). */
   readonly onUnexpectedError?: (cause: unknown) => void;
 }
@@ -168,6 +174,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
           { allow },
         );
       }
+      options.screen?.({ httpMethod, url });
       const body = await readBody(req, res, maxBodyBytes);
       const request = bindRequest(m.route, m.vars, {
         query: q < 0 ? new URLSearchParams() : parseFormEncoded(url.slice(q + 1), "query"),

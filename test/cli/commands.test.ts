@@ -10,11 +10,11 @@
  */
 import path from "node:path";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
+import { rpcTransports } from "../support/transports.js";
 
 const UID = /^[0-9a-f]{40}(\/[0-9a-f]{16})*$/;
 const NDJSON = path.resolve("test/fixtures/import/registry.ndjson");
@@ -25,7 +25,8 @@ let cli: CliRunner;
 
 beforeAll(async () => {
   t = await startTestApp();
-  cli = cliRunner(t.url);
+  // The operator token: these tests are about the commands, not about who may call them.
+  cli = cliRunner(t.url, { TRELLIS_TOKEN: t.token });
 });
 afterAll(async () => {
   cli.cleanup();
@@ -197,7 +198,7 @@ describe("trellis iam (subprocess against a real server)", () => {
   }, 90_000);
 
   it("lists page through the server's pages with --limit, over Connect and gRPC", async () => {
-    const client = createClient(GroupsService, createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }));
+    const client = createClient(GroupsService, rpcTransports[1]!.create(t.url)); // sends the operator token
     const big = await client.createGroup({ parent: org.uid, group: { name: "big" } });
     for (let i = 0; i < 205; i++) await client.createGroup({ parent: big.uid, group: { name: `grp${i}` } });
     const [all, limited, grpc] = await Promise.all([

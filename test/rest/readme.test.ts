@@ -24,14 +24,21 @@ afterAll(async () => t.close());
 async function runBlock(block: string): Promise<string[]> {
   const script = block
     .replaceAll("http://127.0.0.1:8080", t.url)
-    .replaceAll("npx buf ", `${path.resolve("node_modules/.bin/buf")} `);
+    .replaceAll("npx buf ", `${path.resolve("node_modules/.bin/buf")} `)
+    // The README's token command, pointed at the test server's data directory.
+    .replaceAll("npx trellis auth token --local", `${process.execPath} ${path.resolve("bin/trellis.mjs")} auth token --local --data ${t.dataDir}`);
   const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], { cwd: path.resolve(".") });
   return stdout.split("\n").filter((l) => l.trim() !== "");
 }
 
 describe("README examples", () => {
-  it("has the three example blocks (gRPC, Connect, REST)", () => {
-    expect(blocks.length).toBe(3);
+  it("has the four example blocks (token, gRPC, Connect, REST)", () => {
+    expect(blocks.length).toBe(4);
+  });
+
+  it("Tokens: an operator token from the data directory, then a call with it", async () => {
+    const lines = await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups; echo")) as string);
+    expect(JSON.parse(lines.join("")).groups).toBeInstanceOf(Array);
   });
 
   it("gRPC via buf curl: lists services and creates a group", async () => {
@@ -47,7 +54,7 @@ describe("README examples", () => {
   });
 
   it("REST via curl: the spec's flow, including its two errors", async () => {
-    const lines = (await runBlock(blocks.find((b) => b.includes("/iam/v2beta1/groups")) as string)).map((l) => JSON.parse(l));
+    const lines = (await runBlock(blocks.find((b) => b.includes("uidp.descendants_of")) as string)).map((l) => JSON.parse(l));
     const [team, list, patched, invalid, notEmpty, v1] = lines;
     expect(team.name).toBe("team");
     expect(list.groups.map((g: { name: string }) => g.name)).toEqual(["team"]);

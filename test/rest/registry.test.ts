@@ -22,7 +22,7 @@ describe("registry over REST", () => {
     const repo = await call("POST", `/registry/v2beta1/repos/${org}`, { name: "nginx" });
     expect(repo.status).toBe(200);
     const before = snapshotDb(t.dbFile);
-    const res = await fetch(`${t.url}/iam/v2beta1/groups/${org}`, { method: "DELETE" });
+    const res = await fetch(`${t.url}/iam/v2beta1/groups/${org}`, { method: "DELETE", headers: { authorization: `Bearer ${t.token}` } });
     expect(res.status).toBe(400);
     expect(await res.text()).toBe(
       JSON.stringify({

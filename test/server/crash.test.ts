@@ -11,17 +11,18 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { databaseFile } from "../../src/store/db.js";
+import { operatorToken } from "../support/auth.js";
 import { startServe } from "../support/serve.js";
 
 const ROUNDS = 4;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-crash-"));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
-async function createGroup(url: string, parent: string, name: string): Promise<string | undefined> {
+async function createGroup(url: string, token: string, parent: string, name: string): Promise<string | undefined> {
   try {
     const res = await fetch(`${url}/iam/v2beta1/groups/${parent}`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
       body: JSON.stringify({ name }),
     });
     if (res.status !== 200) return undefined;
@@ -36,11 +37,12 @@ describe("kill -9 mid-write", () => {
     const acknowledged: string[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const server = await startServe(["--addr", "127.0.0.1:0", "--data", dataDir]);
+      const token = await operatorToken(dataDir);
       let dead = false;
       const writers = Array.from({ length: 4 }, async (_, w) => {
         for (let i = 0; !dead; i++) {
           const parent = acknowledged.length > 0 && i % 2 === 1 ? acknowledged[(i * 7 + w) % acknowledged.length] : "";
-          const uid = await createGroup(server.url, parent, `r${round} w${w} n${i}`);
+          const uid = await createGroup(server.url, token, parent, `r${round} w${w} n${i}`);
           if (uid) acknowledged.push(uid);
         }
       });

@@ -10,6 +10,7 @@ import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { DEFAULT_ERROR_DOMAIN, LIMITS } from "../../src/server/config.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { envelope, grpcCall, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
+import { defaultAuthHeaders } from "../support/auth.js";
 
 const LIST = "/chainguard.platform.iam.v2beta1.GroupsService/ListGroups";
 /** Field 1 (uidp, a message) with a length running past the end: undecodable. */
@@ -24,7 +25,8 @@ afterAll(async () => t.close());
 function post(path: string, headers: Record<string, string>, body: Buffer | string) {
   const u = new URL(t.url);
   return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method: "POST", path, headers }, (res) => {
+    const withAuth = { ...defaultAuthHeaders(t.url), ...headers };
+    const req = http.request({ host: u.hostname, port: u.port, method: "POST", path, headers: withAuth }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));

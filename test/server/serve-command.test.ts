@@ -7,6 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { operatorToken } from "../support/auth.js";
 
 const BIN = path.resolve("bin/trellis.mjs");
 
@@ -51,10 +52,10 @@ function startServe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Runnin
   });
 }
 
-async function createGroup(url: string, name: string) {
+async function createGroup(url: string, name: string, token: string) {
   const res = await fetch(`${url}/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
     body: JSON.stringify({ group: { name } }),
   });
   expect(res.status).toBe(200);
@@ -66,10 +67,14 @@ describe("trellis serve", () => {
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   it("prints one ready line, refuses a second server on the same data, stops on SIGTERM and keeps data", async () => {
-    const first = await startServe(["--addr", "127.0.0.1:0", "--data", dataDir]);
+    // A fixed issuer URL (the default is the listen URL, which port 0 changes on restart).
+    const issuerEnv = { TRELLIS_ISSUER_URL: "https://trellis.example.test" };
+    const first = await startServe(["--addr", "127.0.0.1:0", "--data", dataDir], issuerEnv);
     expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(first.url).not.toMatch(/:0$/);
-    const g = await createGroup(first.url, "survives restart");
+    // `trellis auth token --local` reads the data directory while the server holds it.
+    const token = await operatorToken(dataDir);
+    const g = await createGroup(first.url, "survives restart", token);
 
     const second = spawn(process.execPath, [BIN, "serve", "--addr", "127.0.0.1:0", "--data", dataDir], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -87,10 +92,12 @@ describe("trellis serve", () => {
     expect(first.stdout).toBe(`listening on ${first.url}\n`);
 
     // Environment variables are the flags' equivalents.
-    const again = await startServe([], { TRELLIS_ADDR: "127.0.0.1:0", TRELLIS_DATA: dataDir });
+    const again = await startServe([], { TRELLIS_ADDR: "127.0.0.1:0", TRELLIS_DATA: dataDir, ...issuerEnv });
+    // Keys live in the database: with the same issuer URL, a token minted before the
+    // restart is still accepted.
     const res = await fetch(`${again.url}/chainguard.platform.iam.v2beta1.GroupsService/GetGroup`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
       body: JSON.stringify({ uid: g.uid }),
     });
     expect(res.status).toBe(200);

@@ -56,7 +56,8 @@ describe("TLS", () => {
       expect(t.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
       const path1 = "/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup";
       const h1 = await new Promise<{ version: string; body: string }>((resolve, reject) => {
-        const req = https.request(`${t.url}${path1}`, { method: "POST", ca, headers: { "content-type": "application/json" } }, (res) => {
+        const headers = { "content-type": "application/json", authorization: `Bearer ${t.token}` };
+        const req = https.request(`${t.url}${path1}`, { method: "POST", ca, headers }, (res) => {
           let body = "";
           res.setEncoding("utf8").on("data", (c) => {
             body += c;
@@ -71,7 +72,7 @@ describe("TLS", () => {
 
       const session = http2.connect(t.url, { ca });
       const h2 = await new Promise<string>((resolve, reject) => {
-        const req = session.request({ ":method": "POST", ":path": path1, "content-type": "application/json" });
+        const req = session.request({ ":method": "POST", ":path": path1, "content-type": "application/json", authorization: `Bearer ${t.token}` });
         let body = "";
         req.setEncoding("utf8").on("data", (c) => {
           body += c;

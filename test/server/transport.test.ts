@@ -64,7 +64,7 @@ describe("one port for HTTP/1.1 and h2c, with pinned limits", () => {
   it("serves Connect JSON over HTTP/1.1 and over h2c prior knowledge on the same port", async () => {
     const h1 = await fetch(t.url + CREATE, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${t.token}` },
       body: JSON.stringify({ group: { name: "via http1" } }),
     });
     expect(h1.status).toBe(200);
@@ -72,7 +72,7 @@ describe("one port for HTTP/1.1 and h2c, with pinned limits", () => {
     expect(created.name).toBe("via http1");
     // Default values are written out on the JSON doors, as the published JSON shows them.
     expect(created).toMatchObject({ description: "", resourceLimits: {}, verified: false });
-    const h2 = await h2Request(t.url, CREATE, JSON.stringify({ group: { name: "via h2c" } }));
+    const h2 = await h2Request(t.url, CREATE, JSON.stringify({ group: { name: "via h2c" } }), { authorization: `Bearer ${t.token}` });
     expect(h2.status).toBe(200);
     expect(JSON.parse(h2.body).name).toBe("via h2c");
   });

@@ -9,12 +9,15 @@ import pino from "pino";
 import { DEFAULT_ERROR_DOMAIN, type Limits, type ServerConfig } from "../../src/server/config.js";
 import { type App, startApp } from "../../src/server/create-app.js";
 import { databaseFile } from "../../src/store/db.js";
+import { operatorToken, setDefaultToken } from "./auth.js";
 
 export interface TestApp {
   readonly app: App;
   readonly url: string;
   readonly dataDir: string;
   readonly dbFile: string;
+  /** The operator token the support clients send by default (see auth.ts). */
+  readonly token: string;
   /** Moves the server's clock (ms); starts at the real time. */
   advanceClock(ms: number): void;
   close(): Promise<void>;
@@ -37,9 +40,12 @@ export async function startTestApp(
     },
     { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits },
   );
+  const token = await operatorToken(dataDir);
+  setDefaultToken(app.url, token);
   return {
     app,
     url: app.url,
+    token,
     dataDir,
     dbFile: databaseFile(dataDir),
     advanceClock(ms) {

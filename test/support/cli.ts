@@ -29,12 +29,16 @@ export interface RunningCli {
   readonly done: Promise<CliResult>;
 }
 
-/** A runner talking to `api` (TRELLIS_API) with a fresh config dir and no token in the env. */
-export function cliRunner(api: string): CliRunner {
+/**
+ * A runner talking to `api` (TRELLIS_API) with a fresh config dir, and no token in the env
+ * unless `env` sets one (e.g. `{ TRELLIS_TOKEN: t.token }`, the test server's operator token).
+ */
+export function cliRunner(api: string, env: NodeJS.ProcessEnv = {}): CliRunner {
   const configHome = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-cli-"));
   const baseEnv: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: configHome, TRELLIS_API: api };
   // Never a browser, never a token or settings from the developer's shell.
-  for (const k of ["DISPLAY", "WAYLAND_DISPLAY", "TRELLIS_TOKEN", "TRELLIS_ADDR", "TRELLIS_DATA"]) delete baseEnv[k];
+  for (const k of ["DISPLAY", "WAYLAND_DISPLAY", "TRELLIS_TOKEN", "TRELLIS_ADDR", "TRELLIS_DATA", "TRELLIS_CONFIG"]) delete baseEnv[k];
+  Object.assign(baseEnv, env);
 
   const start = (args: readonly string[], env: NodeJS.ProcessEnv = {}): RunningCli => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { ...baseEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });

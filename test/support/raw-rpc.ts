@@ -7,6 +7,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { defaultAuthHeaders } from "./auth.js";
 
 /** One uncompressed length-prefixed message (gRPC and gRPC-web data frame). */
 export function envelope(payload: Buffer): Buffer {
@@ -59,7 +60,14 @@ export function grpcCall(
   const s = session ?? http2.connect(url);
   return new Promise((resolve, reject) => {
     s.on("error", reject);
-    const req = s.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+    const req = s.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+      ...defaultAuthHeaders(url),
+      ...headers,
+    });
     const seen: Record<string, string> = {};
     const take = (h: http2.IncomingHttpHeaders) => {
       for (const [k, v] of Object.entries(h)) if (typeof v === "string") seen[k] = v;

@@ -9,27 +9,58 @@
  *   client transports.
  */
 import { type DescMessage, type DescMethodUnary, fromBinary, type MessageInitShape, create, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { defaultToken } from "./auth.js";
+
+/**
+ * Which token a transport sends: by default the test server's operator token (auth.ts);
+ * a string sends that token; null sends no Authorization header. An `authorization` header
+ * given on a call always wins.
+ */
+export interface TransportAuth {
+  readonly token?: string | null;
+}
 
 export interface NamedTransport {
   readonly name: string;
-  create(baseUrl: string): Transport;
+  create(baseUrl: string, auth?: TransportAuth): Transport;
+}
+
+function tokenFor(baseUrl: string, auth: TransportAuth | undefined): string | undefined {
+  if (auth?.token === null) return undefined;
+  return auth?.token ?? defaultToken(baseUrl);
+}
+
+/** A connect interceptor that adds the bearer token unless the call set its own header. */
+function bearer(baseUrl: string, auth: TransportAuth | undefined): Interceptor[] {
+  return [
+    (next) => async (req) => {
+      const token = tokenFor(baseUrl, auth);
+      if (token !== undefined && !req.header.has("authorization")) req.header.set("authorization", `Bearer ${token}`);
+      return next(req);
+    },
+  ];
 }
 
 export const rpcTransports: readonly NamedTransport[] = [
-  { name: "grpc (grpc-js)", create: (baseUrl) => createGrpcJsTransport(baseUrl) },
+  { name: "grpc (grpc-js)", create: (baseUrl, auth) => createGrpcJsTransport(baseUrl, auth) },
   {
     name: "connect (json, http/1.1)",
-    create: (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
+    create: (baseUrl, auth) =>
+      createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, interceptors: bearer(baseUrl, auth) }),
   },
   {
     name: "connect (proto, h2)",
-    create: (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true }),
+    create: (baseUrl, auth) =>
+      createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, interceptors: bearer(baseUrl, auth) }),
   },
-  { name: "grpc-web (http/1.1)", create: (baseUrl) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }) },
+  {
+    name: "grpc-web (http/1.1)",
+    create: (baseUrl, auth) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors: bearer(baseUrl, auth) }),
+  },
 ];
 
 const grpcClients = new Map<string, grpc.Client>();
@@ -41,7 +72,7 @@ export function closeGrpcClients(): void {
 }
 
 /** A connect Transport whose unary calls go through @grpc/grpc-js. */
-export function createGrpcJsTransport(baseUrl: string): Transport {
+export function createGrpcJsTransport(baseUrl: string, auth?: TransportAuth): Transport {
   const target = new URL(baseUrl).host;
   let client = grpcClients.get(target);
   if (!client) {
@@ -59,6 +90,8 @@ export function createGrpcJsTransport(baseUrl: string): Transport {
     ) {
       const metadata = new grpc.Metadata();
       new Headers(header).forEach((value, key) => metadata.set(key, value));
+      const token = tokenFor(baseUrl, auth);
+      if (token !== undefined && metadata.get("authorization").length === 0) metadata.set("authorization", `Bearer ${token}`);
       const path = `/${method.parent.typeName}/${method.name}`;
       const request = create(method.input, input);
       const responseHeader = new Headers();

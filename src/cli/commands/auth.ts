@@ -8,15 +8,15 @@
  * - `auth token [--audience HOST]`: prints only a valid token, renewing it when needed.
  * - `auth logout`: forgets the cached login for the API. `auth status`: what is cached.
  *
- * MERGE POINT (auth developer): `auth token --local [--data DIR] [--subject NAME]` mints a
- * token straight from a local data directory's server keys. The flags are declared below;
- * replace the body of `localToken` with the call into src/auth/.
+ * - `auth token --local [--data DIR] [--subject NAME] [--ttl SECONDS]`: an operator token
+ *   minted from a local data directory's signing key (src/auth/local-token.ts, docs/auth.md).
  */
 import fs from "node:fs";
 import { type Command, Option } from "commander";
 import { apiUrl, type GlobalOptions } from "../client.js";
-import { authError, usageError } from "../exit-codes.js";
+import { authError, CliError, EXIT, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
+import { positiveInt } from "../list-walk.js";
 import { apiAudience, discoverUserIdps, exchange } from "../login/exchange.js";
 import { apiToken, tokenForAudience } from "../login/session.js";
 import { resolveFormat } from "../output.js";
@@ -36,6 +36,7 @@ interface TokenOptions {
   local?: boolean;
   data?: string;
   subject?: string;
+  ttl?: number;
 }
 
 const iso = (exp: number) => new Date(exp * 1000).toISOString();
@@ -96,12 +97,13 @@ export function registerAuth(program: Command, io: Io): void {
     .command("token")
     .description("print a valid API token (only the token), e.g. for curl -H \"Authorization: Bearer $(trellis auth token)\"")
     .option("--audience <host>", "a token for another audience, such as the registry host")
-    .addOption(new Option("--local", "mint a token from a local server's data directory (no login)"))
-    .addOption(new Option("--data <dir>", "with --local: the server's data directory").implies({ local: true }))
-    .addOption(new Option("--subject <name>", "with --local: the subject to mint the token for").implies({ local: true }))
+    .addOption(new Option("--local", "an operator token minted from a local server's data directory (no login)"))
+    .addOption(new Option("--data <dir>", "with --local: the data directory [env TRELLIS_DATA, default ./data]").implies({ local: true }))
+    .addOption(new Option("--subject <name>", "with --local: names the operator (sub operator:NAME)").implies({ local: true }))
+    .addOption(new Option("--ttl <seconds>", "with --local: lifetime (default 3600)").argParser(positiveInt).implies({ local: true }))
     .action(async (o: TokenOptions, cmd: Command) => {
       if (o.local) {
-        io.out(`${await localToken(o)}\n`);
+        io.out(`${await localToken(o, io.env)}\n`);
         return;
       }
       const url = api(cmd);
@@ -157,7 +159,13 @@ export function registerAuth(program: Command, io: Io): void {
     });
 }
 
-/** MERGE POINT: the auth developer's local minting (src/auth/) goes here. */
-async function localToken(_o: TokenOptions): Promise<string> {
-  throw usageError("`trellis auth token --local` is not available in this build yet");
+/** An operator token from the data directory; the server must have started there once. */
+async function localToken(o: TokenOptions, env: NodeJS.ProcessEnv): Promise<string> {
+  // Loaded on use: it opens SQLite, which the client commands never need.
+  const { mintLocalOperatorToken } = await import("../../auth/local-token.js");
+  try {
+    return await mintLocalOperatorToken({ dataDir: o.data ?? env.TRELLIS_DATA ?? "./data", subject: o.subject, ttlSeconds: o.ttl });
+  } catch (err) {
+    throw new CliError((err as Error).message, EXIT.failure);
+  }
 }

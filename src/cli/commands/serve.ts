@@ -19,6 +19,8 @@ interface ServeOptions {
   errorDomain?: string;
   logLevel?: string;
   corsOrigin?: string[];
+  issuerUrl?: string;
+  config?: string;
 }
 
 export function registerServe(program: Command, io: Io): void {
@@ -32,6 +34,8 @@ export function registerServe(program: Command, io: Io): void {
     .option("--error-domain <domain>", "ErrorInfo.domain of every error [env TRELLIS_ERROR_DOMAIN, default iam.chainguard.dev]")
     .option("--log-level <level>", "pino level, or silent [env TRELLIS_LOG_LEVEL, default info]")
     .option("--cors-origin <origin>", "browser origin allowed by CORS; repeatable [env TRELLIS_CORS_ORIGINS]", collect)
+    .option("--issuer-url <url>", "iss and aud of the API tokens this server issues [env TRELLIS_ISSUER_URL, default the listen URL]")
+    .option("--config <file>", "trust configuration: identity providers, registry audience (docs/auth.md) [env TRELLIS_CONFIG]")
     .action(async (opts: ServeOptions) => {
       // Loaded on use: the server's modules would slow every client command's start.
       const { parseServeConfig } = await import("../../server/config.js");
@@ -62,6 +66,8 @@ function toArgs(opts: ServeOptions): string[] {
     ["tlsKey", "--tls-key"],
     ["errorDomain", "--error-domain"],
     ["logLevel", "--log-level"],
+    ["issuerUrl", "--issuer-url"],
+    ["config", "--config"],
   ];
   for (const [key, flag] of single) {
     const v = opts[key];

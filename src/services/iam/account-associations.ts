@@ -44,6 +44,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { accountAssociationToProto, EMPTY_PROVIDERS, providersFromProto } from "./convert-account-associations.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for account associations; `group` is the published default. */
 const ASSOCIATION_ORDERS: Readonly<Record<string, AccountAssociationOrder>> = {
@@ -138,14 +139,14 @@ export function createAccountAssociationsService(
       return {};
     },
 
-    async listAccountAssociations(req) {
-      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name };
+    async listAccountAssociations(req, context) {
+      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name, within: visibleScopes(context) };
       const page = await listPage(
         req,
         {
           orders: ASSOCIATION_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListAccountAssociationsRequestSchema, req),
+          filterKey: filterKey(ListAccountAssociationsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: accountAssociationOrderValue(row, order), uid: row.uid }),

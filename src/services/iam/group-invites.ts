@@ -34,6 +34,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkUidp, collect, requireValid } from "../validate.js";
 import { groupInviteToProto } from "./convert-group-invites.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for group invites. */
 const INVITE_ORDERS: Readonly<Record<string, GroupInviteOrder>> = {
@@ -83,14 +84,14 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
       return {};
     },
 
-    async listGroupInvites(req) {
-      const filter = { uidp: toUidpFilter(req.uidp), keyId: req.keyId === "" ? undefined : req.keyId };
+    async listGroupInvites(req, context) {
+      const filter = { uidp: toUidpFilter(req.uidp), keyId: req.keyId === "" ? undefined : req.keyId, within: visibleScopes(context) };
       const page = await listPage(
         req,
         {
           orders: INVITE_ORDERS,
           defaultOrder: { key: "create_time", desc: true },
-          filterKey: filterKey(ListGroupInvitesRequestSchema, req),
+          filterKey: filterKey(ListGroupInvitesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: groupInviteOrderValue(row, order), uid: row.uid }),

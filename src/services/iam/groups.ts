@@ -7,6 +7,7 @@
  * UNIMPLEMENTED for now (the call pipeline answers that with ErrorInfo).
  */
 import type { ServiceImpl } from "@connectrpc/connect";
+import { ownerOfNewOrganization } from "../../auth/caller.js";
 import {
   GroupSchema,
   type GroupsService,
@@ -22,6 +23,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
 import { groupToProto } from "./convert.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for groups. */
 const GROUP_ORDERS: Readonly<Record<string, GroupOrder>> = {
@@ -46,7 +48,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       return groupToProto(row);
     },
 
-    async createGroup(req) {
+    async createGroup(req, context) {
       const group = req.group;
       const violations = collect(
         checkOptionalUidp("parent", req.parent),
@@ -66,6 +68,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
           kind: group.kind,
         },
         ctx.now(),
+        ownerOfNewOrganization(req.parent, context),
       );
       return groupToProto(row);
     },
@@ -109,14 +112,14 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       return {};
     },
 
-    async listGroups(req) {
-      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name };
+    async listGroups(req, context) {
+      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name, within: visibleScopes(context) };
       const page = await listPage(
         req,
         {
           orders: GROUP_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListGroupsRequestSchema, req),
+          filterKey: filterKey(ListGroupsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: groupOrderValue(row, order), uid: row.uid }),

@@ -60,6 +60,7 @@ import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { checkClaimMatch, checkStringMatch, checkValue } from "./claim-match.js";
 import { identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for identities. */
 const IDENTITY_ORDERS: Readonly<Record<string, IdentityOrder>> = {
@@ -187,7 +188,7 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
       return {};
     },
 
-    async listIdentities(req) {
+    async listIdentities(req, context) {
       if (RelationshipType[req.relationshipType] === undefined) {
         throw invalidField("relationship_type", "must be a RelationshipType value");
       }
@@ -195,13 +196,14 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
         uidp: toUidpFilter(req.uidp),
         name: req.name === "" ? undefined : req.name,
         kind: KIND_OF_TYPE[req.relationshipType],
+        within: visibleScopes(context),
       };
       const page = await listPage(
         req,
         {
           orders: IDENTITY_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListIdentitiesRequestSchema, req),
+          filterKey: filterKey(ListIdentitiesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: identityOrderValue(row, order), uid: row.uid }),

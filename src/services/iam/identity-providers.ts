@@ -48,6 +48,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { identityProviderToProto, oidcFromProto } from "./convert-identity-providers.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for identity providers. */
 const IDP_ORDERS: Readonly<Record<string, IdentityProviderOrder>> = {
@@ -168,14 +169,14 @@ export function createIdentityProvidersService(
       return {};
     },
 
-    async listIdentityProviders(req) {
-      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name };
+    async listIdentityProviders(req, context) {
+      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name, within: visibleScopes(context) };
       const page = await listPage(
         req,
         {
           orders: IDP_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListIdentityProvidersRequestSchema, req),
+          filterKey: filterKey(ListIdentityProvidersRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: identityProviderOrderValue(row, order), uid: row.uid }),

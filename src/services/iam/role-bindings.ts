@@ -21,6 +21,9 @@
  *   malformed uid is still INVALID_ARGUMENT. GetRoleBinding is NOT_FOUND when missing.
  * - List filters: `uidp` (on the binding uid), `identity`, `group`, `role` (exact UIDPs).
  *   Orders: `uid` (default), `create_time`/`created_at`.
+ * - Anti-escalation (src/auth/grant-guard.ts): outside the operator, granting a role (create,
+ *   batch create, update of role_uid) needs every capability of that role at the group;
+ *   otherwise PERMISSION_DENIED with reason PRIVILEGE_ESCALATION.
  * - BatchCreateRoleBindings: 1 to 25 `requests`; each sub-request's `parent` is empty or equal
  *   to the batch `parent`; its role is its own `role_uid` or, when empty, the batch `role_uid`
  *   (a sub-request role_uid different from a non-empty batch role_uid is INVALID_ARGUMENT).
@@ -43,6 +46,9 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkOptionalUidp, checkUidp, collect, requireValid } from "../validate.js";
 import { roleBindingToProto } from "./convert-role-bindings.js";
+import { requireGrantable } from "../../auth/grant-guard.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
+import { parentOf } from "../../store/uidp.js";
 
 /** order_by spellings accepted for role bindings. */
 const BINDING_ORDERS: Readonly<Record<string, RoleBindingOrder>> = {
@@ -70,7 +76,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
       return roleBindingToProto(row);
     },
 
-    async createRoleBinding(req) {
+    async createRoleBinding(req, context) {
       const identityUid = req.roleBinding?.identityUid ?? "";
       const roleUid = req.roleBinding?.roleUid ?? "";
       const violations = collect(
@@ -79,18 +85,20 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
         checkUidp(SINGLE_FIELDS.roleUid, roleUid),
       );
       if (violations.length > 0) throw invalidArgument(violations);
+      await requireGrantable(ctx, context, req.parent, [roleUid]);
       const [row] = await repo.create(req.parent, [{ identityUid, roleUid, fields: SINGLE_FIELDS }], ctx.now());
       return roleBindingToProto(row as NonNullable<typeof row>);
     },
 
-    async batchCreateRoleBindings(req) {
+    async batchCreateRoleBindings(req, context) {
       const { bindings, violations } = batchBindings(req);
       if (violations.length > 0) throw invalidArgument(violations);
+      await requireGrantable(ctx, context, req.parent, bindings.map((b) => b.roleUid));
       const rows = await repo.create(req.parent, bindings, ctx.now());
       return { roleBindings: rows.map(roleBindingToProto) };
     },
 
-    async updateRoleBinding(req) {
+    async updateRoleBinding(req, context) {
       const binding = req.roleBinding;
       if (!binding) throw invalidField("role_binding", "is required");
       requireValid(checkUidp("uid", binding.uid));
@@ -111,6 +119,8 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
       }
       const found = collect(...violations);
       if (found.length > 0) throw invalidArgument(found);
+      const group = parentOf(binding.uid);
+      if (changes.roleUid !== undefined && group !== null) await requireGrantable(ctx, context, group, [changes.roleUid]);
       return roleBindingToProto(await repo.update(binding.uid, changes, SINGLE_FIELDS));
     },
 
@@ -120,7 +130,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
       return {};
     },
 
-    async listRoleBindings(req) {
+    async listRoleBindings(req, context) {
       const violations = collect(
         checkOptionalUidp("identity", req.identity),
         checkOptionalUidp("group", req.group),
@@ -132,13 +142,14 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
         identityUid: req.identity || undefined,
         groupUid: req.group || undefined,
         roleUid: req.role || undefined,
+        within: visibleScopes(context),
       };
       const page = await listPage(
         req,
         {
           orders: BINDING_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListRoleBindingsRequestSchema, req),
+          filterKey: filterKey(ListRoleBindingsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: roleBindingOrderValue(row, order), uid: row.uid }),

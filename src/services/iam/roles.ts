@@ -39,6 +39,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { roleToProto } from "./convert-roles.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for roles. */
 const ROLE_ORDERS: Readonly<Record<string, RoleOrder>> = {
@@ -113,14 +114,14 @@ export function createRolesService(ctx: ServiceContext): Partial<ServiceImpl<typ
       return {};
     },
 
-    async listRoles(req) {
-      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name };
+    async listRoles(req, context) {
+      const filter = { uidp: toUidpFilter(req.uidp), name: req.name === "" ? undefined : req.name, within: visibleScopes(context) };
       const page = await listPage(
         req,
         {
           orders: ROLE_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListRolesRequestSchema, req),
+          filterKey: filterKey(ListRolesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: roleOrderValue(row, order), uid: row.uid }),

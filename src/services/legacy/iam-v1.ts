@@ -16,6 +16,8 @@ import type { GroupRecord } from "../../store/groups.js";
 import type { ServiceContext } from "../context.js";
 import { toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
+import { ownerOfNewOrganization } from "../../auth/caller.js";
+import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** The v1 list is unpaged; beyond this many matches it asks the caller to page with v2. */
 export const V1_LIST_MAX = 10_000;
@@ -23,7 +25,7 @@ export const V1_LIST_MAX = 10_000;
 export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<typeof Groups>> {
   const repo = ctx.store.groups;
   return {
-    async list(req) {
+    async list(req, context) {
       const violation = checkOptionalUidp("id", req.id);
       if (violation) throw invalidArgument([violation]);
       const uidp = toUidpFilter(req.uidp);
@@ -31,6 +33,7 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
         {
           uidp: req.id ? { ...uidp, ids: [...(uidp.ids ?? []), req.id] } : uidp,
           name: req.name === "" ? undefined : req.name,
+          within: visibleScopes(context),
         },
         V1_LIST_MAX,
       );
@@ -43,7 +46,7 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
       return { items: rows.map(groupV1) };
     },
 
-    async create(req) {
+    async create(req, context) {
       const group = req.group;
       const violations = [
         checkOptionalUidp("parent", req.parent),
@@ -60,6 +63,7 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
           kind: req.parent === "" ? group.kind : 0,
         },
         ctx.now(),
+        ownerOfNewOrganization(req.parent, context),
       );
       return groupV1(row);
     },

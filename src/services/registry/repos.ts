@@ -122,7 +122,7 @@ export function createReposService(ctx: ServiceContext): Partial<ServiceImpl<typ
         {
           orders: REPO_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListReposRequestSchema, req),
+          filterKey: filterKey(ListReposRequestSchema, req, filter.within),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
           cursor: (row, order) => ({ value: repoOrderValue(row, order), uid: row.uid }),

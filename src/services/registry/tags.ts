@@ -77,7 +77,7 @@ export function createTagsService(ctx: ServiceContext): Partial<ServiceImpl<type
         {
           orders: TAG_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListTagsRequestSchema, req),
+          filterKey: filterKey(ListTagsRequestSchema, req, filter.within),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
           cursor: (row, order) => ({ value: tagOrderValue(row, order), uid: row.uid }),

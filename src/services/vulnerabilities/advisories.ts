@@ -68,7 +68,7 @@ export function createAdvisoriesService(ctx: ServiceContext): Partial<ServiceImp
         {
           orders: ADVISORY_ORDERS,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListAdvisoriesRequestSchema, req),
+          filterKey: filterKey(ListAdvisoriesRequestSchema, req, filter.within),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
           cursor: (row, order) => ({ value: advisoryOrderValue(row, order), uid: row.uid }),

@@ -60,7 +60,7 @@ describe("trellis program", () => {
       [["--api", "ftp://x", "iam", "groups", "list"], /--api must be an http/],
       [["completion", "fish"], /value 'fish' is invalid/],
       [["auth", "login", "--identity", "abc"], /--identity and --identity-token must be given together/],
-      [["auth", "token", "--local"], /not available in this build yet/],
+      [["auth", "token", "--local", "--ttl", "0"], /must be a positive integer/],
       [["serve", "--addr", "nonsense"], /--addr must be HOST:PORT/],
     ];
     for (const [argv, message] of cases) {
@@ -69,6 +69,13 @@ describe("trellis program", () => {
       expect(r.stderr, argv.join(" ")).toMatch(message);
       expect(r.stdout, argv.join(" ")).toBe("");
     }
+  });
+
+  it("ends `auth token --local` without a server's data with exit 1 and says why", async () => {
+    const r = await run(["auth", "token", "--data", path.join(os.tmpdir(), "trellis-no-such-data")]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: no Trellis database at .*trellis-no-such-data/);
+    expect(r.stdout).toBe("");
   });
 
   it("ends a network failure with exit 1 and one error block", async () => {

@@ -3,8 +3,9 @@
 // The caller presents a token in the Authorization header (an OpenID Connect ID token from
 // a trusted issuer, a signed AWS GetCallerIdentity request, or for ExchangeRefreshToken a
 // refresh token) and gets back a Chainguard token for the requested audience, valid for one
-// hour. Served by the issuer. These methods carry no IAM annotation: the presented token is
-// the credential, and the service checks it itself.
+// hour. Served by the issuer. The published protos carry no IAM annotation here; ours mark
+// both methods `disabled` (options do not change the wire): the presented token is the
+// credential, it is not one of our API tokens, and the service checks it itself.
 //
 // Over HTTP the request fields come from the query string or from a form-encoded POST body,
 // never from JSON.
@@ -15,6 +16,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_chainguard_annotations_iam } from "../../annotations/iam_pb.js";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -24,7 +26,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file chainguard/platform/oidc/oidc.proto.
  */
 export const file_chainguard_platform_oidc_oidc: GenFile = /*@__PURE__*/
-  fileDesc("CiNjaGFpbmd1YXJkL3BsYXRmb3JtL29pZGMvb2lkYy5wcm90bxIYY2hhaW5ndWFyZC5wbGF0Zm9ybS5vaWRjIqgBCg9FeGNoYW5nZVJlcXVlc3QSCwoDYXVkGAEgAygJEhEKBXNjb3BlGAIgASgJQgIYARIQCghpZGVudGl0eRgEIAEoCRILCgNjYXAYBSADKAkSGQoRaWRlbnRpdHlfcHJvdmlkZXIYByABKAkSDgoGc2NvcGVzGAggAygJSgQIAxAESgQIBhAHUgdjbHVzdGVyUhZpbmNsdWRlX3Vwc3RyZWFtX3Rva2VuIloKG0V4Y2hhbmdlUmVmcmVzaFRva2VuUmVxdWVzdBILCgNhdWQYASADKAkSEQoFc2NvcGUYAiABKAlCAhgBEgsKA2NhcBgDIAMoCRIOCgZzY29wZXMYBCADKAkiXAoIUmF3VG9rZW4SDQoFdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRIqCgZleHBpcnkYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInkKCVRva2VuUGFpchIxCgV0b2tlbhgBIAEoCzIiLmNoYWluZ3VhcmQucGxhdGZvcm0ub2lkYy5SYXdUb2tlbhI5Cg1yZWZyZXNoX3Rva2VuGAIgASgLMiIuY2hhaW5ndWFyZC5wbGF0Zm9ybS5vaWRjLlJhd1Rva2VuMrQCChRTZWN1cml0eVRva2VuU2VydmljZRKBAQoIRXhjaGFuZ2USKS5jaGFpbmd1YXJkLnBsYXRmb3JtLm9pZGMuRXhjaGFuZ2VSZXF1ZXN0GiIuY2hhaW5ndWFyZC5wbGF0Zm9ybS5vaWRjLlJhd1Rva2VuIiaC0+STAiBaDxINL3N0cy9leGNoYW5nZSINL3N0cy9leGNoYW5nZRKXAQoURXhjaGFuZ2VSZWZyZXNoVG9rZW4SNS5jaGFpbmd1YXJkLnBsYXRmb3JtLm9pZGMuRXhjaGFuZ2VSZWZyZXNoVG9rZW5SZXF1ZXN0GiMuY2hhaW5ndWFyZC5wbGF0Zm9ybS5vaWRjLlRva2VuUGFpciIjgtPkkwIdIhsvc3RzL2V4Y2hhbmdlX3JlZnJlc2hfdG9rZW5CK1opY2hhaW5ndWFyZC5kZXYvc2RrL3Byb3RvL3BsYXRmb3JtL29pZGMvdjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CiNjaGFpbmd1YXJkL3BsYXRmb3JtL29pZGMvb2lkYy5wcm90bxIYY2hhaW5ndWFyZC5wbGF0Zm9ybS5vaWRjIqgBCg9FeGNoYW5nZVJlcXVlc3QSCwoDYXVkGAEgAygJEhEKBXNjb3BlGAIgASgJQgIYARIQCghpZGVudGl0eRgEIAEoCRILCgNjYXAYBSADKAkSGQoRaWRlbnRpdHlfcHJvdmlkZXIYByABKAkSDgoGc2NvcGVzGAggAygJSgQIAxAESgQIBhAHUgdjbHVzdGVyUhZpbmNsdWRlX3Vwc3RyZWFtX3Rva2VuIloKG0V4Y2hhbmdlUmVmcmVzaFRva2VuUmVxdWVzdBILCgNhdWQYASADKAkSEQoFc2NvcGUYAiABKAlCAhgBEgsKA2NhcBgDIAMoCRIOCgZzY29wZXMYBCADKAkiXAoIUmF3VG9rZW4SDQoFdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRIqCgZleHBpcnkYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInkKCVRva2VuUGFpchIxCgV0b2tlbhgBIAEoCzIiLmNoYWluZ3VhcmQucGxhdGZvcm0ub2lkYy5SYXdUb2tlbhI5Cg1yZWZyZXNoX3Rva2VuGAIgASgLMiIuY2hhaW5ndWFyZC5wbGF0Zm9ybS5vaWRjLlJhd1Rva2VuMsQCChRTZWN1cml0eVRva2VuU2VydmljZRKJAQoIRXhjaGFuZ2USKS5jaGFpbmd1YXJkLnBsYXRmb3JtLm9pZGMuRXhjaGFuZ2VSZXF1ZXN0GiIuY2hhaW5ndWFyZC5wbGF0Zm9ybS5vaWRjLlJhd1Rva2VuIi6C0+STAiBaDxINL3N0cy9leGNoYW5nZSINL3N0cy9leGNoYW5nZYqvqNIFAgoAEp8BChRFeGNoYW5nZVJlZnJlc2hUb2tlbhI1LmNoYWluZ3VhcmQucGxhdGZvcm0ub2lkYy5FeGNoYW5nZVJlZnJlc2hUb2tlblJlcXVlc3QaIy5jaGFpbmd1YXJkLnBsYXRmb3JtLm9pZGMuVG9rZW5QYWlyIiuC0+STAh0iGy9zdHMvZXhjaGFuZ2VfcmVmcmVzaF90b2tlboqvqNIFAgoAQitaKWNoYWluZ3VhcmQuZGV2L3Nkay9wcm90by9wbGF0Zm9ybS9vaWRjL3YxYgZwcm90bzM", [file_chainguard_annotations_iam, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message chainguard.platform.oidc.ExchangeRequest

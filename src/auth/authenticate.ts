@@ -1,0 +1,75 @@
+/**
+ * Authentication: the first before-call hook (src/server/call-pipeline.ts), identical on all
+ * four doors because the REST door calls the same wrapped implementations.
+ *
+ * - The token comes from the `Authorization` request header only (gRPC metadata is the same
+ *   header): `Bearer <jwt>`; on gRPC a bare `<jwt>` is accepted too, because the published
+ *   Go SDK sends the token as-is there (api-facts §2.1). Anything else, two tokens, or a
+ *   token in the URL query is UNAUTHENTICATED.
+ * - Methods whose IAM option is `disabled` (the token exchange, which verifies an IdP token
+ *   itself) skip this hook; health and reflection never pass through the pipeline.
+ * - The header value is never logged or echoed; errors say what is wrong, not what was sent.
+ */
+import type { DescMethod } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import { CALLER } from "./caller.js";
+import type { MethodPlans } from "./iam-plan.js";
+import { type TokenIssuer, tokenRejected } from "./tokens.js";
+
+/** Three base64url parts: the shape of a JWS compact token. */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const BEARER = /^Bearer +(\S+)$/i;
+
+/**
+ * Query parameters that carry credentials in other APIs. A request that puts a token in
+ * the URL is refused outright (spec §5.6): URLs end up in proxy logs and browser history.
+ */
+const CREDENTIAL_PARAMS = new Set(["access_token", "token", "id_token", "jwt", "bearer", "authorization", "api_key"]);
+
+/** The credential-looking query parameter in `url`, if any (case-insensitive name). */
+export function credentialInQuery(url: string): string | undefined {
+  const q = url.indexOf("?");
+  if (q < 0) return undefined;
+  for (const part of url.slice(q + 1).split("&")) {
+    const eq = part.indexOf("=");
+    let name = eq < 0 ? part : part.slice(0, eq);
+    try {
+      name = decodeURIComponent(name.replace(/\+/g, " "));
+    } catch {
+      // a malformed escape is no credential name
+    }
+    if (CREDENTIAL_PARAMS.has(name.toLowerCase())) return name;
+  }
+  return undefined;
+}
+
+/** UNAUTHENTICATED for a token offered in the URL. */
+export function tokenInUrlError(param: string) {
+  return tokenRejected(
+    "TOKEN_IN_URL",
+    `credentials are accepted only in the Authorization header, not in the URL query (parameter "${param}")`,
+  );
+}
+
+/** The raw token from the Authorization header. @throws UNAUTHENTICATED. */
+export function bearerToken(header: string | null, protocol: string): string {
+  if (header === null || header.trim() === "") {
+    throw tokenRejected("TOKEN_MISSING", "this method requires an API token in the Authorization header (Bearer)");
+  }
+  const m = BEARER.exec(header.trim());
+  const token = m ? m[1] : protocol === "grpc" ? header.trim() : undefined;
+  if (token === undefined || !JWT_SHAPE.test(token)) {
+    throw tokenRejected("TOKEN_INVALID", "the Authorization header must be \"Bearer <token>\" with one API token");
+  }
+  return token;
+}
+
+export function createAuthenticationHook(issuer: Pick<TokenIssuer, "verify">, plans: MethodPlans) {
+  return async (method: DescMethod, context: HandlerContext): Promise<void> => {
+    const param = credentialInQuery(context.url);
+    if (param !== undefined) throw tokenInUrlError(param);
+    if (plans.get(method)?.kind === "disabled") return;
+    const token = bearerToken(context.requestHeader.get("authorization"), context.protocolName);
+    context.values.set(CALLER, await issuer.verify(token));
+  };
+}

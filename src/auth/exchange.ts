@@ -1,0 +1,149 @@
+/**
+ * chainguard.platform.oidc.SecurityTokenService/Exchange: an identity-provider token in, an
+ * API token (1 hour) out. Served on every door through the call pipeline; its IAM option is
+ * `disabled`, so our own authentication hook stands aside and this code checks the presented
+ * token itself. REST: `GET /sts/exchange?aud=…&identity=…` or a form-encoded POST.
+ *
+ * Order of checks (docs/auth.md):
+ * 1. `aud`: required; each entry (comma lists split, as the SDK sends them) is our API
+ *    audience or the configured registry audience; otherwise INVALID_ARGUMENT.
+ *    `identity`, when given, must be a UIDP (INVALID_ARGUMENT).
+ * 2. The presented token from the Authorization header (UNAUTHENTICATED when missing).
+ * 3. With `identity` (assume an identity): the identity must exist and have a claim-match or
+ *    static-keys relationship whose issuer accepts the token's (unverified) `iss`; then the
+ *    signature is verified with keys from that issuer only (exact claim-match issuer, or a
+ *    config-trusted issuer when the claim match uses a pattern), and every claim is matched
+ *    (matchesClaims; without an audience rule `aud` must name our issuer). A missing identity
+ *    and a mismatch get the SAME PERMISSION_DENIED, so identities cannot be probed. A token
+ *    that fails verification is UNAUTHENTICATED; an unreachable IdP UNAVAILABLE.
+ * 4. Without `identity` (user sign-in): the issuer must be trusted with `users: true`; `aud`
+ *    must name its client_id (or our issuer when it has none). The user's identity (a root,
+ *    keyed by issuer + subject) is created on first use.
+ * The identity's lastSeenTime is updated; the token's `sub` is the identity uid and, for an
+ * assumed identity, `act` names the original token's iss/sub/aud.
+ */
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { decodeJwt, type JWTPayload } from "jose";
+import type { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
+import { invalidField, permissionDenied } from "../errors/api-error.js";
+import { matchesClaims, matchesString } from "../services/iam/claim-match.js";
+import type { IdentitiesRepository, IdentityRecord } from "../store/identities.js";
+import { isUidp } from "../store/uidp.js";
+import { bearerToken } from "./authenticate.js";
+import type { IdpVerifier } from "./idp-keys.js";
+import type { TokenIssuer } from "./tokens.js";
+import { tokenRejected } from "./tokens.js";
+import type { TrustConfig } from "./trust-config.js";
+
+/** Lifetime of exchanged tokens (spec §8). */
+export const EXCHANGED_TOKEN_TTL_S = 60 * 60;
+
+export interface ExchangeDeps {
+  readonly issuer: () => TokenIssuer;
+  readonly idp: IdpVerifier;
+  readonly trust: TrustConfig;
+  readonly identities: IdentitiesRepository;
+  readonly now: () => number;
+}
+
+/** One answer for "no such identity" and "your token does not match it". */
+function cannotAssume() {
+  return permissionDenied("the presented token cannot assume this identity (it does not exist or its claims do not match)", {
+    reason: "IDENTITY_NOT_ASSUMABLE",
+  });
+}
+
+export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<typeof SecurityTokenService>> {
+  const trusted = new Map(deps.trust.identityProviders.map((i) => [i.issuer, i]));
+
+  function audiences(raw: readonly string[]): string[] {
+    const auds = raw.flatMap((a) => a.split(",")).map((a) => a.trim()).filter((a) => a !== "");
+    if (auds.length === 0) throw invalidField("aud", "Audience must be specified (this server's URL, or the registry audience)");
+    const allowed = new Set([deps.issuer().audience, ...(deps.trust.registryAudience ? [deps.trust.registryAudience] : [])]);
+    for (const a of auds) {
+      if (!allowed.has(a)) throw invalidField("aud", `${JSON.stringify(a)} is not an audience this issuer serves (allowed: ${[...allowed].join(", ")})`);
+    }
+    return [...new Set(auds)];
+  }
+
+  /** The presented token's `iss`, read WITHOUT verification, only to choose where keys come from. */
+  function unverifiedIssuer(token: string): string {
+    let claims: JWTPayload;
+    try {
+      claims = decodeJwt(token);
+    } catch {
+      throw tokenRejected("TOKEN_INVALID", "the presented token is not a JWT");
+    }
+    if (typeof claims.iss !== "string" || claims.iss === "") throw tokenRejected("TOKEN_INVALID", "the presented token has no issuer");
+    return claims.iss;
+  }
+
+  async function assume(identityUid: string, token: string, iss: string): Promise<{ identity: IdentityRecord; claims: JWTPayload }> {
+    const identity = await deps.identities.get(identityUid);
+    const rel = identity?.relationship;
+    if (!identity || !rel) throw cannotAssume();
+    let claims: JWTPayload;
+    if (rel.kind === "claim_match") {
+      if (!matchesString(rel.issuer, iss)) throw cannotAssume();
+      // Keys only from an issuer we were told about: the identity's exact issuer, or a
+      // config-trusted one when the identity uses a pattern.
+      const config = trusted.get(iss);
+      if (!("exact" in rel.issuer) && !config) throw cannotAssume();
+      claims = await deps.idp.verify(token, iss, config?.jwksUri);
+    } else if (rel.kind === "static_keys") {
+      if (rel.issuer !== iss) throw cannotAssume();
+      let jwks: { keys: object[] };
+      try {
+        jwks = JSON.parse(rel.issuerKeys) as { keys: object[] };
+      } catch {
+        throw cannotAssume();
+      }
+      claims = await deps.idp.verifyWithKeys(token, iss, jwks);
+    } else {
+      throw cannotAssume();
+    }
+    if (!matchesClaims(rel, claims, { defaultAudience: deps.issuer().issuer, now: deps.now() })) throw cannotAssume();
+    await deps.identities.touchLastSeen(identity.uid, deps.now());
+    return { identity, claims };
+  }
+
+  async function signIn(token: string, iss: string): Promise<IdentityRecord> {
+    const idp = trusted.get(iss);
+    if (!idp?.users) throw permissionDenied("the presented token's issuer is not a trusted identity provider for user sign-in", { reason: "UNTRUSTED_ISSUER" });
+    const claims = await deps.idp.verify(token, iss, idp.jwksUri);
+    const audience = idp.clientId ?? deps.issuer().issuer;
+    const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+    if (!aud.includes(audience)) throw tokenRejected("TOKEN_INVALID", "the presented token was not issued for this server (aud)");
+    const email = claims.email_verified === true && typeof claims.email === "string" ? claims.email : "";
+    const name = typeof claims.name === "string" && claims.name !== "" ? claims.name : email || (claims.sub as string);
+    return deps.identities.findOrCreateUser({ issuer: iss, subject: claims.sub as string, name: name.slice(0, 256), email }, deps.now());
+  }
+
+  return {
+    async exchange(req, context: HandlerContext) {
+      const aud = audiences(req.aud);
+      if (req.identity !== "" && !isUidp(req.identity)) throw invalidField("identity", "must be a valid UIDP");
+      const token = bearerToken(context.requestHeader.get("authorization"), context.protocolName);
+      // Malformed tokens fail the same way whether or not the identity exists.
+      const iss = unverifiedIssuer(token);
+      let subject: string;
+      let act: Record<string, unknown> | undefined;
+      if (req.identity !== "") {
+        const { identity, claims } = await assume(req.identity, token, iss);
+        subject = identity.uid;
+        act = { iss: claims.iss, sub: claims.sub, aud: claims.aud };
+      } else {
+        subject = (await signIn(token, iss)).uid;
+      }
+      const issuer = deps.issuer();
+      const minted = await issuer.mint({
+        subject,
+        audience: aud.length === 1 ? (aud[0] as string) : aud,
+        ttlSeconds: EXCHANGED_TOKEN_TTL_S,
+        claims: act ? { act } : undefined,
+      });
+      return { token: minted, expiry: timestampFromMs((Math.floor(deps.now() / 1000) + EXCHANGED_TOKEN_TTL_S) * 1000) };
+    },
+  };
+}

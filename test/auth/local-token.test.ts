@@ -1,0 +1,55 @@
+/**
+ * `trellis auth token --local` as a real process, next to a running `trellis serve`: it
+ * prints the token and nothing else, the token is an operator token the server accepts,
+ * and it fails clearly on a data directory the server never used.
+ */
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { decodeJwt } from "jose";
+import { afterAll, describe, expect, it } from "vitest";
+import { BIN, startServe } from "../support/serve.js";
+
+const run = promisify(execFile);
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-localtoken-"));
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+describe("trellis auth token --local", () => {
+  it("prints only an operator token, minted while the server runs, that the server accepts", async () => {
+    const server = await startServe(["--addr", "127.0.0.1:0", "--data", dataDir]);
+    try {
+      const { stdout, stderr } = await run(process.execPath, [BIN, "auth", "token", "--local", "--data", dataDir, "--subject", "alice"]);
+      expect(stderr).toBe("");
+      expect(stdout).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n$/);
+      const token = stdout.trim();
+      const claims = decodeJwt(token);
+      expect(claims).toMatchObject({ iss: server.url, aud: server.url, sub: "operator:alice", trellis_operator: true });
+      expect((claims.exp as number) - (claims.iat as number)).toBe(3600);
+      expect(typeof claims.jti).toBe("string");
+      const ok = await fetch(`${server.url}/iam/v2beta1/groups`, { headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(200);
+      const none = await fetch(`${server.url}/iam/v2beta1/groups`);
+      expect(none.status).toBe(401);
+      expect(none.headers.get("www-authenticate")).toBe("Bearer");
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+    }
+  });
+
+  it("explains a data directory without a server key, and rejects bad usage with exit 2", async () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-localtoken-empty-"));
+    try {
+      const missing = await run(process.execPath, [BIN, "auth", "token", "--local", "--data", empty]).catch((e) => e);
+      expect(missing.code).toBe(1);
+      expect(missing.stdout).toBe("");
+      expect(missing.stderr).toMatch(/start the server once/);
+      const usage = await run(process.execPath, [BIN, "auth", "token"]).catch((e) => e);
+      expect(usage.code).toBe(2);
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * Tokens for tests. Every test server gets an operator token (minted with the server's own
+ * key, exactly as `trellis auth token --local` does) that the support clients send by
+ * default, so tests about other features need not think about authentication. Auth tests opt
+ * out per call: `rest(..., { authorization: "" })` sends no header, a transport created with
+ * `{ token: null }` sends none, and any explicit `authorization` header wins.
+ */
+import Database from "better-sqlite3";
+import { drizzle } from "drizzle-orm/better-sqlite3";
+import { mintLocalOperatorToken } from "../../src/auth/local-token.js";
+import { loadSigningKeys, type SigningKey } from "../../src/auth/signing-keys.js";
+import type { App } from "../../src/server/create-app.js";
+import { databaseFile, type Db, openDatabase } from "../../src/store/db.js";
+import { createIdentitiesRepository } from "../../src/store/identities.js";
+import * as schema from "../../src/store/schema.js";
+
+const defaultTokens = new Map<string, string>();
+
+/** Operator tokens of test servers live long: tests move the server clock by days. */
+export const TEST_OPERATOR_TTL_S = 365 * 24 * 60 * 60;
+
+function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+/** Makes `token` the default for requests to `baseUrl`'s origin. */
+export function setDefaultToken(baseUrl: string, token: string): void {
+  defaultTokens.set(originOf(baseUrl), token);
+}
+
+/** The default token for a URL's origin, if a test server registered one. */
+export function defaultToken(url: string): string | undefined {
+  return defaultTokens.get(originOf(url));
+}
+
+/** `{authorization: "Bearer …"}` for the default token, or `{}`. */
+export function defaultAuthHeaders(url: string): Record<string, string> {
+  const token = defaultToken(url);
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** An operator token for the server on `dataDir` (the CLI's code path). */
+export function operatorToken(dataDir: string, subject?: string): Promise<string> {
+  return mintLocalOperatorToken({ dataDir, subject, ttlSeconds: TEST_OPERATOR_TTL_S });
+}
+
+/** The server's active signing key, read from its data directory (for forging test tokens). */
+export function serverSigningKey(dataDir: string): SigningKey {
+  const sqlite = new Database(databaseFile(dataDir), { readonly: true, fileMustExist: true });
+  try {
+    const keys = loadSigningKeys(drizzle(sqlite, { schema }) as unknown as Db);
+    if (!keys) throw new Error("the server has no signing key yet");
+    return keys.active;
+  } finally {
+    sqlite.close();
+  }
+}
+
+/**
+ * A user identity (a root, as login creates them) for `subject` at `issuer`, written through
+ * a second connection to the running server's database (WAL allows it).
+ */
+export async function createUserIdentity(dataDir: string, subject: string, issuer = "https://idp.example.test"): Promise<string> {
+  const opened = openDatabase(dataDir, { lock: false });
+  try {
+    const user = await createIdentitiesRepository(opened.db).findOrCreateUser({ issuer, subject, name: subject, email: "" }, Date.now());
+    return user.uid;
+  } finally {
+    opened.close();
+  }
+}
+
+/** An API token for an identity, minted by the running server's issuer (1 hour). */
+export function identityToken(app: App, identityUid: string): Promise<string> {
+  return app.issuer.mint({ subject: identityUid, audience: app.issuer.audience, ttlSeconds: 3600 });
+}

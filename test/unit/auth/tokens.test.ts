@@ -1,0 +1,114 @@
+/**
+ * The issuer on its own: keys in the database (created once, shared, rotated with the old key
+ * still verifying until it is pruned), the verified-token cache honouring expiry, and the
+ * trust config file's validation.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadOrCreateSigningKeys, loadSigningKeys, rotateSigningKey } from "../../../src/auth/signing-keys.js";
+import { createTokenIssuer } from "../../../src/auth/tokens.js";
+import { loadTrustConfig, toTrustConfig } from "../../../src/auth/trust-config.js";
+import { parseServeConfig } from "../../../src/server/config.js";
+import { type OpenedDatabase, openDatabase } from "../../../src/store/db.js";
+
+const dirs: string[] = [];
+const opened: OpenedDatabase[] = [];
+function freshDb() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-keys-"));
+  dirs.push(dir);
+  const o = openDatabase(dir);
+  opened.push(o);
+  return { dir, db: o.db };
+}
+afterEach(() => {
+  for (const o of opened.splice(0)) o.close();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const ISS = "https://trellis.example.test";
+
+describe("signing keys", () => {
+  it("are created once and read back identically (restart, second process)", () => {
+    const { db } = freshDb();
+    expect(loadSigningKeys(db)).toBeUndefined();
+    const first = loadOrCreateSigningKeys(db, 1000);
+    const again = loadOrCreateSigningKeys(db, 2000);
+    expect(again.active.kid).toBe(first.active.kid);
+    expect(first.active.publicJwk).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256" });
+    expect(Object.keys(first.active.publicJwk)).not.toContain("d");
+  });
+
+  it("rotation signs with the new key, still verifies the old one, and prunes it after the retention", async () => {
+    const { db } = freshDb();
+    let now = Date.now();
+    let keys = loadOrCreateSigningKeys(db, now);
+    const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
+    const old = await issuer.mint({ subject: "operator:a", audience: ISS, ttlSeconds: 3600 });
+    keys = rotateSigningKey(db, now, 3600_000);
+    expect(keys.all).toHaveLength(2);
+    const fresh = await issuer.mint({ subject: "operator:b", audience: ISS, ttlSeconds: 3600 });
+    expect(JSON.parse(Buffer.from(fresh.split(".")[0] as string, "base64url").toString()).kid).toBe(keys.active.kid);
+    expect((await issuer.verify(old)).subject).toBe("operator:a");
+    expect(issuer.jwks().keys.map((k) => k.kid).sort()).toEqual(keys.all.map((k) => k.kid).sort());
+    now += 2 * 3600_000;
+    keys = rotateSigningKey(db, now, 3600_000);
+    // The first key retired two hours ago: gone. The second retired just now: kept.
+    expect(keys.all).toHaveLength(2);
+    expect(keys.all.map((k) => k.kid)).not.toContain(JSON.parse(Buffer.from(old.split(".")[0] as string, "base64url").toString()).kid);
+  });
+
+  it("a cached token still expires", async () => {
+    const { db } = freshDb();
+    let now = Date.now();
+    const keys = loadOrCreateSigningKeys(db, now);
+    const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
+    const token = await issuer.mint({ subject: "operator:a", audience: ISS, ttlSeconds: 60 });
+    await issuer.verify(token); // cached now
+    now += 10 * 60_000;
+    await expect(issuer.verify(token)).rejects.toMatchObject({ code: 16, reason: "TOKEN_EXPIRED" });
+  });
+});
+
+describe("trust config", () => {
+  it("reads identity providers and the registry audience", () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "trellis-cfg-")), "trellis.yaml");
+    dirs.push(path.dirname(file));
+    fs.writeFileSync(
+      file,
+      "registry_audience: registry.example.test\nidentity_providers:\n  - issuer: https://accounts.google.com\n    users: true\n    client_id: abc\n  - issuer: http://127.0.0.1:5556\n    jwks_uri: http://127.0.0.1:5556/keys\n",
+    );
+    expect(loadTrustConfig(file)).toEqual({
+      registryAudience: "registry.example.test",
+      identityProviders: [
+        { issuer: "https://accounts.google.com", users: true, clientId: "abc" },
+        { issuer: "http://127.0.0.1:5556", jwksUri: "http://127.0.0.1:5556/keys", users: false },
+      ],
+    });
+  });
+
+  it("serve reads it with --config or TRELLIS_CONFIG, and refuses a bad file or issuer URL up front", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-cfg-"));
+    dirs.push(dir);
+    const good = path.join(dir, "good.yaml");
+    fs.writeFileSync(good, "identity_providers:\n  - issuer: https://idp.example.test\n    users: true\n");
+    const bad = path.join(dir, "bad.yaml");
+    fs.writeFileSync(bad, "identity_providers: [{issuer: ftp://x}]\n");
+    expect(parseServeConfig(["--config", good], {}).trust?.identityProviders[0]?.issuer).toBe("https://idp.example.test");
+    expect(parseServeConfig([], { TRELLIS_CONFIG: good }).trust?.identityProviders).toHaveLength(1);
+    expect(() => parseServeConfig(["--config", bad], {})).toThrow(/issuer must be an absolute https URL/);
+    expect(parseServeConfig(["--issuer-url", "https://api.example.test/"], {}).issuerUrl).toBe("https://api.example.test");
+    expect(() => parseServeConfig(["--issuer-url", "https://api.example.test/?x=1"], {})).toThrow(/--issuer-url/);
+  });
+
+  it.each([
+    [{ identity_provider: [] }, /unknown key "identity_provider"/],
+    [{ identity_providers: [{ issuer: "http://idp.example.com" }] }, /issuer must be an absolute https URL/],
+    [{ identity_providers: [{ issuer: "https://a.example", users: "yes" }] }, /users must be true or false/],
+    [{ identity_providers: [{ issuer: "https://a.example", clientid: "x" }] }, /unknown key "clientid"/],
+    [{ identity_providers: [{ issuer: "https://a.example" }, { issuer: "https://a.example" }] }, /listed twice/],
+  ])("refuses %j", (doc, message) => {
+    expect(() => toTrustConfig(doc, "trellis.yaml")).toThrow(message);
+  });
+});
