@@ -4,7 +4,8 @@
  * (PKCE S256 checked), refresh and device grants, and a device endpoint that is approved
  * immediately. id_tokens are RS256 JWTs signed with a key made per IdP (jose).
  *
- * The "browser" in a test is an HTTP client following the authorize redirect.
+ * The "browser" in a test is an HTTP client following the authorize redirect. (idp.ts is the
+ * smaller IdP the server-side auth tests use: discovery, JWKS and signing, no login flows.)
  */
 import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";

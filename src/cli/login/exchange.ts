@@ -47,12 +47,18 @@ export async function exchange(
   url.searchParams.set("aud", audience);
   if (identity) url.searchParams.set("identity", identity);
   const res = await httpGet(url, { authorization: `Bearer ${idpToken}` });
-  const body = (await res.json().catch(() => ({}))) as { token?: unknown; message?: unknown; error?: unknown };
+  // Success is RawToken JSON; failure the AIP-193 Status body {code, message, details}.
+  const body = (await res.json().catch(() => ({}))) as {
+    token?: unknown;
+    message?: unknown;
+    details?: { reason?: unknown }[];
+  };
   if (!res.ok || typeof body.token !== "string") {
-    const why = typeof body.message === "string" ? body.message : typeof body.error === "string" ? body.error : "";
-    const text = `the token exchange at ${url.origin}${url.pathname} refused the login (HTTP ${res.status})${why ? `: ${why}` : ""}`;
-    // 4xx: the credentials were not accepted (auth); anything else: the server failed.
-    throw new CliError(text, res.status >= 400 && res.status < 500 ? EXIT.auth : EXIT.failure);
+    const why = typeof body.message === "string" ? body.message : "";
+    const reason = body.details?.find((d) => typeof d?.reason === "string")?.reason as string | undefined;
+    const text = `the token exchange at ${url.origin}${url.pathname} refused (HTTP ${res.status})${why ? `: ${why}` : ""}${reason ? `\n  reason: ${reason}` : ""}`;
+    // As for RPCs: 401/403 (UNAUTHENTICATED, PERMISSION_DENIED) are auth errors, the rest failures.
+    throw new CliError(text, res.status === 401 || res.status === 403 ? EXIT.auth : EXIT.failure);
   }
   return { token: body.token, exp: jwtExp(body.token) ?? Math.floor(Date.now() / 1000) + 3600 };
 }
