@@ -6,8 +6,10 @@
  * - Idempotent: every resource has a natural key (repo: group + name; tag: repo + name;
  *   advisory: group + id + artifact), so a re-import updates in place and never duplicates.
  * - Bounded transactions: records are written in batches of BATCH_SIZE, one BEGIN IMMEDIATE
- *   transaction per batch, with a SAVEPOINT per record: a record that fails is rolled back
- *   to its savepoint (nothing partial of it stays), reported and skipped.
+ *   transaction per batch (split early after MAX_LOCK_MS, with a YIELD_MS pause between
+ *   transactions so server writes get their turn), with a SAVEPOINT per record: a
+ *   record that fails is rolled back to its savepoint (nothing partial of it stays), reported
+ *   and skipped.
  * - Coexists with a running server: it does not take the data-directory lock, only SQLite's
  *   write lock per batch (WAL lets the server keep reading). If it cannot get that lock within
  *   the busy timeout it stops with a clear message; batches already committed stay.
@@ -21,11 +23,25 @@ import Database from "better-sqlite3";
 import cliProgress from "cli-progress";
 import { ApiError } from "../errors/api-error.js";
 import { BUSY_TIMEOUT_MS, openDatabase } from "../store/db.js";
+import { createGroupsRepository } from "../store/groups.js";
 import type { UpsertOutcome } from "../store/repos.js";
 import { applyRecord } from "./apply-record.js";
 import { listInputFiles, type RawRecord, readRecords, totalBytes } from "./read-records.js";
 
 export const BATCH_SIZE = 500;
+/**
+ * A transaction is also committed once it has held the write lock this long, so a running
+ * server's writes (which wait up to the 1 s busy timeout) are never starved by a slow batch.
+ */
+export const MAX_LOCK_MS = 400;
+/**
+ * Pause between two import transactions. A server write that finds the lock taken sleeps in
+ * SQLite's busy handler for growing intervals of up to 100 ms, so back-to-back transactions
+ * would starve it past its 1 s busy timeout (measured: a server write failed with
+ * STORAGE_BUSY during an import without this pause). A gap longer than the longest sleep
+ * guarantees every waiting writer its turn.
+ */
+export const YIELD_MS = 110;
 /** How many rejections the summary explains one by one. */
 export const REJECTIONS_SHOWN = 10;
 
@@ -139,6 +155,10 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
   }
   const { db } = database;
   const sqlite = db.$client;
+  if (options.group !== undefined && !(await createGroupsRepository(db).get(options.group))) {
+    closeQuietly(sqlite);
+    throw new Error(`--group ${options.group}: no such group in ${dataDir}`);
+  }
   const bar = options.progress
     ? new cliProgress.SingleBar(
         {
@@ -168,35 +188,44 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
     }
   };
 
-  const commitBatch = (batch: RawRecord[]) => {
-    if (batch.length === 0) return;
-    begin();
-    try {
-      const now = Date.now();
-      for (const rec of batch) {
-        summary.records++;
-        if (rec.error !== undefined) {
-          reject(rec.where, rec.error);
-          continue;
-        }
-        sqlite.exec("SAVEPOINT import_record");
-        try {
-          tally(applyRecord(db, rec.value, { group: options.group, now }));
-          sqlite.exec("RELEASE import_record");
-        } catch (err) {
-          sqlite.exec("ROLLBACK TO import_record");
-          sqlite.exec("RELEASE import_record");
-          if (!isRecordFault(err)) throw err;
-          reject(rec.where, reasonOf(err));
-        }
-      }
-      sqlite.exec("COMMIT");
-    } catch (err) {
-      if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
-      throw err;
+  const applyOne = (rec: RawRecord, now: number) => {
+    summary.records++;
+    if (rec.error !== undefined) {
+      reject(rec.where, rec.error);
+      return;
     }
-    const last = batch[batch.length - 1];
-    bar?.update(last?.bytesDone ?? 0, { loaded: summary.loaded, updated: summary.updated, rejected: summary.rejected });
+    sqlite.exec("SAVEPOINT import_record");
+    try {
+      tally(applyRecord(db, rec.value, { group: options.group, now }));
+      sqlite.exec("RELEASE import_record");
+    } catch (err) {
+      sqlite.exec("ROLLBACK TO import_record");
+      sqlite.exec("RELEASE import_record");
+      if (!isRecordFault(err)) throw err;
+      reject(rec.where, reasonOf(err));
+    }
+  };
+
+  /** Writes a batch: one transaction, or several when it holds the lock past MAX_LOCK_MS. */
+  const commitBatch = async (batch: RawRecord[]) => {
+    let next = 0;
+    while (next < batch.length) {
+      if (summary.records > 0) await new Promise((r) => setTimeout(r, YIELD_MS));
+      begin();
+      const lockedAt = Date.now();
+      try {
+        while (next < batch.length && Date.now() - lockedAt <= MAX_LOCK_MS) {
+          applyOne(batch[next] as RawRecord, lockedAt);
+          next++;
+        }
+        sqlite.exec("COMMIT");
+      } catch (err) {
+        if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
+        throw err;
+      }
+      const last = batch[next - 1];
+      bar?.update(last?.bytesDone ?? 0, { loaded: summary.loaded, updated: summary.updated, rejected: summary.rejected });
+    }
   };
 
   try {
@@ -207,16 +236,26 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
     for await (const rec of readRecords(files)) {
       batch.push(rec);
       if (batch.length >= BATCH_SIZE) {
-        commitBatch(batch);
+        await commitBatch(batch);
         batch = [];
       }
     }
-    commitBatch(batch);
+    await commitBatch(batch);
     return summary;
   } finally {
     bar?.stop();
-    database.close();
+    closeQuietly(sqlite);
   }
+}
+
+/**
+ * Closes the import's connection without the TRUNCATE checkpoint `OpenedDatabase.close` does:
+ * that checkpoint waits for the server's readers while blocking its writers, which could push
+ * a server write past its busy timeout. With a server connected, SQLite's own passive
+ * checkpoints fold the WAL in; with none, closing the last connection checkpoints it.
+ */
+function closeQuietly(sqlite: Database.Database): void {
+  sqlite.close();
 }
 
 function lockRefused(dataDir: string, summary: ImportSummary): LockRefused {

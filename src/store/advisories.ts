@@ -97,7 +97,7 @@ export interface AdvisoryListFilter {
   readonly eventReviewers?: readonly string[];
   readonly eventTypes?: readonly number[];
   readonly latestEventType?: number;
-  /** Case-insensitive substring of artifact_name, component_name or an alias. */
+  /** Case-insensitive (ASCII folding, SQLite `lower()`) substring of artifact_name, component_name or an alias. */
   readonly query?: string;
 }
 

@@ -101,6 +101,8 @@ export interface TagsRepository {
   delete(uid: string): Promise<void>;
   list(filter: TagListFilter, page: KeysetQuery<TagOrder>): Promise<TagRecord[]>;
   count(filter: TagListFilter): Promise<number>;
+  /** Every match in uid order, at most `max + 1` rows (the unpaged v1 list). */
+  listAll(filter: TagListFilter, max: number): Promise<TagRecord[]>;
 }
 
 /** The WHERE of a tag list; exported for the query-plan test. */
@@ -151,6 +153,17 @@ export function createTagsRepository(db: Db): TagsRepository {
 
     async count(filter) {
       return db.select({ n: count() }).from(tags).where(tagListWhere(filter)).get()?.n ?? 0;
+    },
+
+    async listAll(filter, max) {
+      return db
+        .select()
+        .from(tags)
+        .where(tagListWhere(filter))
+        .orderBy(tags.uid)
+        .limit(max + 1)
+        .all()
+        .map(toTagRecord);
     },
   };
 }

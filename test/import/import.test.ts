@@ -3,13 +3,16 @@
  * with a broken file in it, native NDJSON records, re-import idempotence, the progress bar,
  * and the clear refusal when another writer holds the database lock.
  */
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runImport } from "../../src/import/run-import.js";
+import { listInputFiles } from "../../src/import/read-records.js";
+import { importFiles, runImport } from "../../src/import/run-import.js";
+import { openDatabase } from "../../src/store/db.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
@@ -61,13 +64,15 @@ describe("trellis import", () => {
 
     // The running server sees the advisories at once.
     const list = await rest(t.url, "GET", `/vulnerabilities/v2beta1/advisories?uidp.descendants_of=${org}&order_by=advisory_id`);
-    expect(list.body.advisories.map((a: { advisoryId: string; artifactName: string }) => `${a.advisoryId} ${a.artifactName}`)).toEqual([
+    // Sorted: the two CGA-3333 advisories tie on advisory_id and then order by random uid.
+    expect(list.body.advisories.map((a: { advisoryId: string; artifactName: string }) => `${a.advisoryId} ${a.artifactName}`).sort()).toEqual([
       "CGA-2222-aaaa-bbbb openssl",
       "CGA-3333-cccc-dddd curl",
       "CGA-3333-cccc-dddd libcurl-openssl4",
       "GHSA-wxyz-1234-5678 requests",
     ]);
-    const openssl = list.body.advisories[0];
+    const byName = (n: string) => list.body.advisories.find((a: { artifactName: string }) => a.artifactName === n);
+    const openssl = byName("openssl");
     expect(openssl).toMatchObject({
       artifactType: "apk",
       artifactArchitecture: "x86_64",
@@ -79,7 +84,7 @@ describe("trellis import", () => {
     });
     expect(openssl.events.map((e: Record<string, unknown>) => Object.keys(e).find((k) => ["detection", "fixed"].includes(k)))).toEqual(["detection", "fixed"]);
     expect(openssl.events[1].fixed.fixedVersion).toBe("3.5.1-r0");
-    expect(list.body.advisories[3].deleteTime).toBe("2026-08-01T00:00:00.000Z");
+    expect(byName("requests").deleteTime).toBe("2026-08-01T00:00:00.000Z");
   });
 
   it("re-imports idempotently: nothing duplicated, unchanged records untouched, changes update in place", async () => {
@@ -135,6 +140,9 @@ describe("trellis import", () => {
     expect(r.code).toBe(3);
     expect((await run([])).code).toBe(2);
     expect((await run(["/no/such/path"])).stderr).toContain("no such file or directory");
+    const noGroup = await run(["--group", "e".repeat(40), OSV_DIR]);
+    expect(noGroup.code).toBe(1);
+    expect(noGroup.stderr).toContain(`--group ${"e".repeat(40)}: no such group`);
   });
 
   it("refuses clearly, changing nothing, when another writer holds the database lock", async () => {
@@ -151,5 +159,74 @@ describe("trellis import", () => {
       holder.close();
     }
     expect(snapshotDb(t.dbFile)).toBe(before);
+  });
+
+  it("rolls a record that fails half-way back to its savepoint: nothing partial is committed", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-savepoint-"));
+    try {
+      const group = "d".repeat(40);
+      const setup = openDatabase(dir);
+      // CGA-3333 holds two advisories; make the second one's first event fail after the
+      // first advisory (curl, with its aliases and events) has been written in the same record.
+      setup.db.$client.exec(`
+        INSERT INTO groups (uid, name, create_time, update_time) VALUES ('${group}', 'g', 0, 0);
+        CREATE TRIGGER fail_libcurl BEFORE INSERT ON advisory_events
+        WHEN (SELECT artifact_name FROM advisories WHERE uid = NEW.advisory_uid) = 'libcurl-openssl4'
+        BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`);
+      setup.close();
+      const summary = await importFiles(dir, listInputFiles([OSV_DIR]), { group });
+      expect(summary).toMatchObject({ loaded: 2, rejected: 3 });
+      expect(summary.rejections.map((r) => r.reason)).toContain("injected failure");
+      const db = new Database(path.join(dir, "trellis.db"), { readonly: true });
+      try {
+        const names = db.prepare("SELECT advisory_id || ' ' || artifact_name AS n FROM advisories ORDER BY n").all();
+        expect(names).toEqual([{ n: "CGA-2222-aaaa-bbbb openssl" }, { n: "GHSA-wxyz-1234-5678 requests" }]);
+        const orphans = db
+          .prepare(
+            "SELECT (SELECT count(*) FROM advisory_events WHERE advisory_uid NOT IN (SELECT uid FROM advisories)) + (SELECT count(*) FROM advisory_aliases WHERE advisory_uid NOT IN (SELECT uid FROM advisories)) AS n",
+          )
+          .get() as { n: number };
+        expect(orphans.n).toBe(0);
+        expect((db.prepare("SELECT count(*) AS n FROM advisory_aliases WHERE alias = 'CVE-2026-2222'").get() as { n: number }).n).toBe(0);
+      } finally {
+        db.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("runs as a separate process beside the serving server: the server's writes keep succeeding", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-feed-"));
+    try {
+      const feed = path.join(dir, "feed.ndjson");
+      const lines = [JSON.stringify({ repo: { name: "bulk" } })];
+      for (let i = 0; i < 3000; i++) {
+        lines.push(JSON.stringify({ repo_name: "bulk", tag: { name: `v${i}`, digest: `sha256:${i.toString(16).padStart(64, "0")}` } }));
+      }
+      fs.writeFileSync(feed, lines.join("\n"));
+      const child = new Promise<{ code: number; stdout: string }>((resolve) => {
+        execFile("node", ["bin/trellis.mjs", "import", "--data", t.dataDir, "--group", org, feed], (err, stdout) =>
+          resolve({ code: err ? Number(err.code) : 0, stdout }),
+        );
+      });
+      let finished = false;
+      void child.then(() => {
+        finished = true;
+      });
+      const statuses: number[] = [];
+      for (let i = 0; !finished || i < 3; i++) {
+        const res = await rest(t.url, "POST", `/iam/v2beta1/groups/${org}`, { name: `while importing ${i}` });
+        statuses.push(res.status);
+      }
+      const result = await child;
+      expect(result.stdout).toMatch(/^import: 3001 loaded, 0 updated, 0 unchanged, 0 rejected /);
+      expect(result.code).toBe(0);
+      expect(statuses.filter((s) => s !== 200)).toEqual([]);
+      const tags = await rest(t.url, "GET", `/registry/v2beta1/tags?uidp.descendants_of=${org}&name=v2999`);
+      expect(tags.body.tags).toHaveLength(1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -32,8 +32,8 @@ async function runBlock(block: string): Promise<string[]> {
 }
 
 describe("README examples", () => {
-  it("has the four example blocks (token, gRPC, Connect, REST)", () => {
-    expect(blocks.length).toBe(4);
+  it("has the five example blocks (token, gRPC, Connect, REST, registry)", () => {
+    expect(blocks.length).toBe(5);
   });
 
   it("Tokens: an operator token from the data directory, then a call with it", async () => {
@@ -54,7 +54,7 @@ describe("README examples", () => {
   });
 
   it("REST via curl: the spec's flow, including its two errors", async () => {
-    const lines = (await runBlock(blocks.find((b) => b.includes("uidp.descendants_of")) as string)).map((l) => JSON.parse(l));
+    const lines = (await runBlock(blocks.find((b) => b.includes("uidp.descendants_of") && !b.includes("/registry/")) as string)).map((l) => JSON.parse(l));
     const [team, list, patched, invalid, notEmpty, v1] = lines;
     expect(team.name).toBe("team");
     expect(list.groups.map((g: { name: string }) => g.name)).toEqual(["team"]);
@@ -63,5 +63,14 @@ describe("README examples", () => {
     expect(invalid).toMatchObject({ code: 3, message: 'Invalid argument: name: name must match "^[a-z0-9 ._-]{1,}$"' });
     expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child groups" });
     expect(v1.items[0]).toMatchObject({ name: "acme", description: "renamed" });
+  });
+
+  it("registry via curl and gRPC: a repo, its tag, advisories and the spec's delete-with-repos error", async () => {
+    const lines = (await runBlock(blocks.find((b) => b.includes("/registry/v2beta1/")) as string)).map((l) => JSON.parse(l));
+    const [tags, advisories, repos, notEmpty] = lines;
+    expect(tags.tags.map((x: { name: string }) => x.name)).toEqual(["latest"]);
+    expect(advisories).toEqual({ advisories: [], nextPageToken: "", totalCount: "0", skipped: 0 });
+    expect(repos.repos.map((x: { name: string }) => x.name)).toEqual(["nginx"]);
+    expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child repos" });
   });
 });

@@ -91,6 +91,21 @@ describe("registry over REST", () => {
       ],
     });
     expect((await call("GET", `/registry/v1/repos?id=${uid}&name=python`)).body.items).toHaveLength(1);
+    // v1 tags include generated tags unless excluded, and name the time last_updated.
+    await call("POST", `/registry/v2beta1/tags/${uid}`, { name: "3.13-r1", digest: DIGEST });
+    const v1Tags = await call("GET", `/registry/v1/tags?uidp.children_of=${uid}`);
+    expect(v1Tags.body.items.map((x: { name: string }) => x.name).sort()).toEqual(["3.13", "3.13-r1"]);
+    expect(v1Tags.body.items.find((x: { name: string }) => x.name === "3.13")).toEqual({
+      id: tag.body.uid,
+      name: "3.13",
+      digest: DIGEST,
+      lastUpdated: tag.body.updateTime,
+      deprecated: false,
+      bundles: [],
+    });
+    const noEpochs = await call("GET", `/registry/v1/tags?uidp.children_of=${uid}&exclude_epochs=true`);
+    expect(noEpochs.body.items.map((x: { name: string }) => x.name)).toEqual(["3.13"]);
+    expect((await call("GET", `/registry/v1/tags?digest=nope`)).status).toBe(400);
     expect((await call("DELETE", `/registry/v2beta1/tags/${tag.body.uid}`)).status).toBe(200);
     expect((await call("DELETE", `/registry/v2beta1/repos/${uid}`)).status).toBe(200);
     expect((await call("DELETE", `/iam/v2beta1/groups/${org}`)).status).toBe(200);

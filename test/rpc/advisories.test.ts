@@ -103,6 +103,8 @@ describe.each(rpcTransports)("AdvisoriesService over $name", (transport) => {
     expect(fieldsOf(await client.getAdvisory({ uid: "CGA-1" }).catch((e) => e))).toEqual(["uid"]);
     expect(fieldsOf(await client.listAdvisories({ orderBy: "severity" }).catch((e) => e))).toEqual(["order_by"]);
     expect(fieldsOf(await client.listAdvisories({ query: "x".repeat(257) }).catch((e) => e))).toEqual(["query"]);
+    const many = Array.from({ length: 40_000 }, (_, i) => `CVE-${i}`);
+    expect(fieldsOf(await client.listAdvisories({ aliases: many }).catch((e) => e))).toEqual(["aliases"]);
     expect(fieldsOf(await client.listAdvisories({ uidp: { childrenOf: "../" } }).catch((e) => e))).toEqual(["uidp.children_of"]);
     const missing = await client.getAdvisory({ uid: `${org}/0123456789abcdef` }).catch((e) => e);
     expect((missing as ConnectError).code).toBe(Code.NotFound);

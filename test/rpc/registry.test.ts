@@ -183,6 +183,10 @@ describe.each(rpcTransports)("registry over $name", (transport) => {
     const badFilter = await tags.listTags({ digest: "md5:x" }).catch((e) => e);
     expect(violations(asConnectError(badFilter))).toEqual(["digest"]);
 
+    const v1Tags = await v1.listTags({ uidp: children, excludeReferrers: true });
+    expect(v1Tags.items.map((x) => x.name).sort()).toEqual(["1.2", "1.2-20260101", "1.2-r3", "latest"]);
+    expect(v1Tags.items.find((x) => x.name === "latest")?.lastUpdated).toEqual(moved.updateTime);
+
     await tags.deleteTag({ uid: latest.uid });
     expect(asConnectError(await tags.getTag({ uid: latest.uid }).catch((e) => e)).code).toBe(Code.NotFound);
     // Deleting the repo takes its remaining tags with it.

@@ -3,7 +3,13 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { CatalogTier as CatalogTierV1, type Repo as RepoV1, RepoSchema as RepoV1Schema } from "../../../gen/chainguard/platform/registry/registry_v1_pb.js";
+import {
+  CatalogTier as CatalogTierV1,
+  type Repo as RepoV1,
+  RepoSchema as RepoV1Schema,
+  type Tag as TagV1,
+  TagSchema as TagV1Schema,
+} from "../../../gen/chainguard/platform/registry/registry_v1_pb.js";
 import { type Repo, RepoSchema } from "../../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { type Tag, TagSchema } from "../../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import type { RepoRecord } from "../../store/repos.js";
@@ -53,5 +59,17 @@ export function tagToProto(row: TagRecord): Tag {
     deprecated: row.deprecated,
     bundles: [...row.bundles],
     updateTime: timestampFromMs(row.updateTime),
+  });
+}
+
+/** The v1 Tag shape: `id`, `last_updated`. */
+export function tagToV1(row: TagRecord): TagV1 {
+  return create(TagV1Schema, {
+    id: row.uid,
+    name: row.name,
+    digest: row.digest,
+    lastUpdated: timestampFromMs(row.updateTime),
+    deprecated: row.deprecated,
+    bundles: [...row.bundles],
   });
 }

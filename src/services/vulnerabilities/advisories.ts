@@ -29,6 +29,29 @@ const ADVISORY_ORDERS: Readonly<Record<string, AdvisoryOrder>> = {
 /** Longest free-text `query` accepted: it is a substring test, not a search language. */
 export const QUERY_MAX = 256;
 
+/**
+ * Most values one list filter may carry. Each value is an SQL parameter, and SQLite refuses
+ * statements with more than 32766; a 1 MiB request could otherwise turn into INTERNAL.
+ */
+export const FILTER_VALUES_MAX = 1000;
+
+const LIST_FILTERS = [
+  ["advisory_ids", "advisoryIds"],
+  ["legacy_advisory_ids", "legacyAdvisoryIds"],
+  ["artifact_names", "artifactNames"],
+  ["artifact_types", "artifactTypes"],
+  ["artifact_architectures", "artifactArchitectures"],
+  ["component_names", "componentNames"],
+  ["component_types", "componentTypes"],
+  ["component_locations", "componentLocations"],
+  ["aliases", "aliases"],
+  ["event_review_states", "eventReviewStates"],
+  ["event_authors", "eventAuthors"],
+  ["exclude_event_authors", "excludeEventAuthors"],
+  ["event_reviewers", "eventReviewers"],
+  ["event_types", "eventTypes"],
+] as const;
+
 export function createAdvisoriesService(ctx: ServiceContext): Partial<ServiceImpl<typeof AdvisoriesService>> {
   const store = ctx.store.advisories;
   return {
@@ -41,6 +64,9 @@ export function createAdvisoriesService(ctx: ServiceContext): Partial<ServiceImp
 
     async listAdvisories(req, context) {
       if ([...req.query].length > QUERY_MAX) throw invalidField("query", `must be at most ${QUERY_MAX} characters`);
+      for (const [field, key] of LIST_FILTERS) {
+        if (req[key].length > FILTER_VALUES_MAX) throw invalidField(field, `must have at most ${FILTER_VALUES_MAX} values`);
+      }
       const filter: AdvisoryListFilter = {
         uidp: toUidpFilter(req.uidp),
         within: visibleScopes(context),
