@@ -20,6 +20,7 @@ import { openDatabase } from "../store/db.js";
 import { createAccountAssociationsRepository } from "../store/account-associations.js";
 import { createGroupInvitesRepository } from "../store/group-invites.js";
 import { createGroupsRepository } from "../store/groups.js";
+import { createGroupAccessRequestsRepository } from "../store/group-access-requests.js";
 import { createIdentitiesRepository } from "../store/identities.js";
 import { createIdentityProvidersRepository } from "../store/identity-providers.js";
 import { createAdvisoriesRepository } from "../store/advisories.js";
@@ -69,6 +70,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       now,
       store: {
         groups: createGroupsRepository(db),
+        groupAccessRequests: createGroupAccessRequestsRepository(db),
         identities: createIdentitiesRepository(db),
         roles: createRolesRepository(db),
         roleBindings: createRoleBindingsRepository(db),

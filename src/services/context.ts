@@ -5,6 +5,7 @@
 import type { PageTokenCodec } from "../pagination/page-token.js";
 import type { AccountAssociationsRepository } from "../store/account-associations.js";
 import type { GroupInvitesRepository } from "../store/group-invites.js";
+import type { GroupAccessRequestsRepository } from "../store/group-access-requests.js";
 import type { GroupsRepository } from "../store/groups.js";
 import type { IdentitiesRepository } from "../store/identities.js";
 import type { IdentityProvidersRepository } from "../store/identity-providers.js";
@@ -19,6 +20,7 @@ export interface ServiceContext {
   readonly now: () => number;
   readonly store: {
     readonly groups: GroupsRepository;
+    readonly groupAccessRequests: GroupAccessRequestsRepository;
     readonly identities: IdentitiesRepository;
     readonly roles: RolesRepository;
     readonly roleBindings: RoleBindingsRepository;
