@@ -284,3 +284,18 @@ describe.each(doors)("caller methods over $name", (door) => {
     expect(err).toMatchObject({ code: 3, reason: "INVALID_ARGUMENT", fields: ["uidp.ids"] });
   });
 });
+
+describe("access requests and deletes", () => {
+  it("an access request never blocks deleting its identity or its organization", async () => {
+    const gone = (await op("POST", "/iam/v2beta1/groups", { name: "gone.test", verified: true })).uid;
+    const first = await signIn("gone-first", "first@gone.test");
+    const second = await signIn("gone-second", "second@gone.test");
+    await restDoor.requestAccess("v2", first, gone);
+    await restDoor.requestAccess("v2", second, gone);
+    await op("DELETE", `/iam/v2beta1/identities/${decodeJwt(first).sub}`);
+    // The deleted identity's token is still valid until it expires, but names nothing now.
+    expect(await rejected(() => restDoor.updateMetadata(first, { company: "x" }))).toMatchObject({ code: 5 });
+    await op("DELETE", `/iam/v2beta1/groups/${gone}`);
+    expect((await rest(t.url, "GET", `/iam/v2beta1/groups/${gone}`)).status).toBe(404);
+  });
+});
