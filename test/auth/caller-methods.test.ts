@@ -119,11 +119,11 @@ function rpcDoor(transport: (typeof rpcTransports)[number]): Door {
     },
     async checkEligibility(v, token) {
       const c = clients(token);
-      return (await wrap(v === "v2" ? c.groups.checkEligibility({}) : c.v1.checkEligibility({}))).eligible;
+      return v === "v2" ? (await wrap(c.groups.checkEligibility({}))).eligible : (await wrap(c.v1.checkEligibility({}))).eligible;
     },
     async requestAccess(v, token, group) {
       const c = clients(token);
-      await wrap(v === "v2" ? c.groups.requestGroupAccess({ groupUid: group }) : c.v1.requestGroupAccess({ groupId: group }));
+      await wrap<unknown>(v === "v2" ? c.groups.requestGroupAccess({ groupUid: group }) : c.v1.requestGroupAccess({ groupId: group }));
     },
     async listGroupsByIds(ids) {
       return (await wrap(clients(undefined).groups.listGroups({ uidp: { ids }, pageSize: 100 }))).groups.map((g) => g.uid);
