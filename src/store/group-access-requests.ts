@@ -5,14 +5,17 @@
  * is RESOURCE_EXHAUSTED as the published API answers a repeat. No proto types enter here.
  */
 import { and, eq } from "drizzle-orm";
-import { resourceExhausted } from "../errors/api-error.js";
+import { notFound, resourceExhausted } from "../errors/api-error.js";
 import { type Db, writeTransaction } from "./db.js";
-import { groupAccessRequests } from "./schema.js";
+import { requireGroup } from "./references.js";
+import { groupAccessRequests, identities } from "./schema.js";
 
 export interface GroupAccessRequestsRepository {
   /**
-   * Records the request. The group and identity must exist (the caller resolved both).
-   * @throws RESOURCE_EXHAUSTED when it was recorded before.
+   * Records the request. The caller resolved group and identity already; both are checked
+   * again inside the transaction, so one deleted meanwhile (by another process on the
+   * database) is NOT_FOUND rather than a foreign-key failure (INTERNAL).
+   * @throws NOT_FOUND; RESOURCE_EXHAUSTED when it was recorded before.
    */
   record(groupUid: string, identityUid: string, now: number): Promise<void>;
   /** Whether the identity has asked to join the group. */
@@ -30,6 +33,10 @@ export function createGroupAccessRequestsRepository(db: Db): GroupAccessRequests
   return {
     async record(groupUid, identityUid, now) {
       writeTransaction(db, (tx) => {
+        requireGroup(tx, groupUid);
+        if (!tx.select({ uid: identities.uid }).from(identities).where(eq(identities.uid, identityUid)).get()) {
+          throw notFound("identity", identityUid);
+        }
         if (find(tx, groupUid, identityUid)) {
           throw resourceExhausted("access to this group was already requested");
         }

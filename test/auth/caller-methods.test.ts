@@ -299,3 +299,14 @@ describe("access requests and deletes", () => {
     expect((await rest(t.url, "GET", `/iam/v2beta1/groups/${gone}`)).status).toBe(404);
   });
 });
+
+describe("concurrent access requests", () => {
+  it("the same request sent eight times at once is recorded once; the others are RESOURCE_EXHAUSTED", async () => {
+    const token = await signIn("race-user", "race@acme.test");
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => rest(t.url, "POST", `/iam/v2beta1/groups/${acme}:requestGroupAccess`, {}, { authorization: `Bearer ${token}` })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 429, 429, 429, 429, 429, 429, 429]);
+    expect(await restDoor.checkEligibility("v2", token)).toBe(false);
+  });
+});
