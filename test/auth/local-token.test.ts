@@ -46,8 +46,13 @@ describe("trellis auth token --local", () => {
       expect(missing.code).toBe(1);
       expect(missing.stdout).toBe("");
       expect(missing.stderr).toMatch(/start the server once/);
-      const usage = await run(process.execPath, [BIN, "auth", "token"]).catch((e) => e);
+      const usage = await run(process.execPath, [BIN, "auth", "token", "--local", "--ttl", "0"]).catch((e) => e);
       expect(usage.code).toBe(2);
+      // Without --local, `auth token` prints the login's token: none here, so the auth exit code.
+      const env = { ...process.env, XDG_CONFIG_HOME: empty, TRELLIS_TOKEN: "" };
+      const noLogin = await run(process.execPath, [BIN, "auth", "token"], { env }).catch((e) => e);
+      expect(noLogin.code).toBe(3);
+      expect(noLogin.stderr).toMatch(/not logged in/);
     } finally {
       fs.rmSync(empty, { recursive: true, force: true });
     }

@@ -1,0 +1,78 @@
+/**
+ * `trellis serve`: runs the server. Flags and their environment equivalents are parsed by
+ * src/server/config.ts (commander only documents them and collects them), so `npm start`,
+ * the container and the tests keep one definition.
+ *
+ * Prints exactly one line `listening on http://HOST:PORT` on stdout when ready; logs go to
+ * stderr. SIGINT/SIGTERM stop gracefully and exit 0. Bad flags: exit 2.
+ */
+import type { Command } from "commander";
+import { usageError } from "../exit-codes.js";
+import type { Io } from "../io.js";
+import { collect } from "./common.js";
+
+interface ServeOptions {
+  addr?: string;
+  data?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  errorDomain?: string;
+  logLevel?: string;
+  corsOrigin?: string[];
+  issuerUrl?: string;
+  config?: string;
+}
+
+export function registerServe(program: Command, io: Io): void {
+  program
+    .command("serve")
+    .description("run the Trellis server (gRPC, gRPC-web, Connect and REST on one port)")
+    .option("--addr <host:port>", "listen address; port 0 picks a free port [env TRELLIS_ADDR, default 127.0.0.1:8080]")
+    .option("--data <dir>", "database directory [env TRELLIS_DATA, default ./data]")
+    .option("--tls-cert <file>", "serve TLS with this certificate (with --tls-key) [env TRELLIS_TLS_CERT]")
+    .option("--tls-key <file>", "the certificate's private key [env TRELLIS_TLS_KEY]")
+    .option("--error-domain <domain>", "ErrorInfo.domain of every error [env TRELLIS_ERROR_DOMAIN, default iam.chainguard.dev]")
+    .option("--log-level <level>", "pino level, or silent [env TRELLIS_LOG_LEVEL, default info]")
+    .option("--cors-origin <origin>", "browser origin allowed by CORS; repeatable [env TRELLIS_CORS_ORIGINS]", collect)
+    .option("--issuer-url <url>", "iss and aud of the API tokens this server issues [env TRELLIS_ISSUER_URL, default the listen URL]")
+    .option("--config <file>", "trust configuration: identity providers, registry audience (docs/auth.md) [env TRELLIS_CONFIG]")
+    .action(async (opts: ServeOptions) => {
+      // Loaded on use: the server's modules would slow every client command's start.
+      const { parseServeConfig } = await import("../../server/config.js");
+      const { startApp } = await import("../../server/create-app.js");
+      let config: ReturnType<typeof parseServeConfig>;
+      try {
+        config = parseServeConfig(toArgs(opts), io.env);
+      } catch (err) {
+        throw usageError(`trellis serve: ${(err as Error).message}`);
+      }
+      const app = await startApp(config);
+      io.out(`listening on ${app.url}\n`);
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      await app.close();
+    });
+}
+
+/** Back to the argv form parseServeConfig reads (it owns defaults, env and validation). */
+function toArgs(opts: ServeOptions): string[] {
+  const args: string[] = [];
+  const single: [keyof ServeOptions, string][] = [
+    ["addr", "--addr"],
+    ["data", "--data"],
+    ["tlsCert", "--tls-cert"],
+    ["tlsKey", "--tls-key"],
+    ["errorDomain", "--error-domain"],
+    ["logLevel", "--log-level"],
+    ["issuerUrl", "--issuer-url"],
+    ["config", "--config"],
+  ];
+  for (const [key, flag] of single) {
+    const v = opts[key];
+    if (typeof v === "string") args.push(flag, v);
+  }
+  for (const origin of opts.corsOrigin ?? []) args.push("--cors-origin", origin);
+  return args;
+}

@@ -1,0 +1,65 @@
+/**
+ * The `trellis` program: commander builds the command tree, this file wires the global
+ * options and turns every outcome into one of the documented exit codes (exit-codes.ts).
+ *
+ * Command groups live one per file in commands/. `trellis import` runs src/import/; `trellis
+ * auth token --local` is filled in by the auth module (MERGE POINT in commands/auth.ts).
+ */
+import { Command, CommanderError, Option } from "commander";
+import { DEFAULT_API, PROTOCOLS } from "./client.js";
+import { registerAdvisories } from "./commands/advisories.js";
+import { registerAuth } from "./commands/auth.js";
+import { registerCompletion } from "./commands/completion.js";
+import { registerIam } from "./commands/iam.js";
+import { registerImport } from "./commands/import.js";
+import { registerRegistry } from "./commands/registry.js";
+import { registerServe } from "./commands/serve.js";
+import { EXIT, ExitStatus } from "./exit-codes.js";
+import type { Io } from "./io.js";
+import { OUTPUT_FORMATS } from "./output.js";
+import { describeError } from "./rpc-errors.js";
+
+/** The whole command tree, writing through `io`. */
+export function buildProgram(io: Io): Command {
+  const program = new Command("trellis")
+    .description("Trellis: the IAM, registry and advisories server, and its command-line client")
+    .addOption(new Option("--api <url>", `Trellis API URL (default: ${DEFAULT_API})`).env("TRELLIS_API"))
+    .addOption(new Option("--token <token>", "API token to send (else TRELLIS_TOKEN, else the login cache)"))
+    .addOption(new Option("--protocol <protocol>", "wire protocol for API calls").choices(PROTOCOLS).default("connect"))
+    .addOption(new Option("-o, --output <format>", "output format (default: table on a terminal, json otherwise)").choices(OUTPUT_FORMATS))
+    .showHelpAfterError("(run with --help for usage)")
+    .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride();
+
+  registerServe(program, io);
+  registerAuth(program, io);
+  registerIam(program, io);
+  registerRegistry(program, io);
+  registerAdvisories(program, io);
+  registerImport(program, io);
+  registerCompletion(program, io);
+  return program;
+}
+
+/** Runs `trellis <argv>` and resolves to the exit code (never throws). */
+export async function runCli(argv: readonly string[], io: Io): Promise<number> {
+  const program = buildProgram(io);
+  try {
+    if (argv.length === 0) {
+      program.outputHelp({ error: true });
+      return EXIT.usage;
+    }
+    await program.parseAsync([...argv], { from: "user" });
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof ExitStatus) return err.status;
+    if (err instanceof CommanderError) {
+      // Commander already printed the help or the usage message.
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    const { text, exitCode } = describeError(err);
+    io.err(`${text}\n`);
+    return exitCode;
+  }
+}
