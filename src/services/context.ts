@@ -7,6 +7,7 @@ import { createPageTokenCodec, type PageTokenCodec } from "../pagination/page-to
 import { type AccountAssociationsRepository, createAccountAssociationsRepository } from "../store/account-associations.js";
 import { type AdvisoriesRepository, createAdvisoriesRepository } from "../store/advisories.js";
 import type { Db } from "../store/db.js";
+import { createGroupAccessRequestsRepository, type GroupAccessRequestsRepository } from "../store/group-access-requests.js";
 import { createGroupInvitesRepository, type GroupInvitesRepository } from "../store/group-invites.js";
 import { createGroupsRepository, type GroupsRepository } from "../store/groups.js";
 import { createIdentitiesRepository, type IdentitiesRepository } from "../store/identities.js";
@@ -22,6 +23,7 @@ export interface ServiceContext {
   readonly now: () => number;
   readonly store: {
     readonly groups: GroupsRepository;
+    readonly groupAccessRequests: GroupAccessRequestsRepository;
     readonly identities: IdentitiesRepository;
     readonly roles: RolesRepository;
     readonly roleBindings: RoleBindingsRepository;
@@ -41,6 +43,7 @@ export function createServiceContext(db: Db, now: () => number): ServiceContext 
     now,
     store: {
       groups: createGroupsRepository(db),
+      groupAccessRequests: createGroupAccessRequestsRepository(db),
       identities: createIdentitiesRepository(db),
       roles: createRolesRepository(db),
       roleBindings: createRoleBindingsRepository(db),

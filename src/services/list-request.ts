@@ -6,13 +6,14 @@ import { clone, type DescMessage, type MessageShape, toBinary } from "@bufbuild/
 import type { UIDPFilter } from "../../gen/chainguard/platform/common/uidp_pb.js";
 import { type FieldViolation, invalidArgument } from "../errors/api-error.js";
 import type { UidpFilter } from "../store/list-query.js";
-import { checkUidp } from "./validate.js";
+import { checkUidp, checkValueCount } from "./validate.js";
 
 /** Paging field names, excluded from the filter fingerprint. */
 const PAGING_FIELDS = new Set(["page_size", "page_token", "order_by", "skip"]);
 
 /**
- * Validates a request's UIDPFilter (every uid must be a valid UIDP) and converts it.
+ * Validates a request's UIDPFilter (every uid must be a valid UIDP; at most
+ * FILTER_VALUES_MAX `ids`) and converts it.
  * @throws ApiError INVALID_ARGUMENT naming `uidp.<field>`.
  */
 export function toUidpFilter(uidp: UIDPFilter | undefined): UidpFilter {
@@ -28,6 +29,9 @@ export function toUidpFilter(uidp: UIDPFilter | undefined): UidpFilter {
       if (v) violations.push(v);
     }
   }
+  // Checked before the values themselves, so an oversized request is not walked id by id.
+  const tooMany = checkValueCount("uidp.ids", uidp.ids);
+  if (tooMany) throw invalidArgument([tooMany]);
   uidp.ids.forEach((id, i) => {
     const v = checkUidp(`uidp.ids[${i}]`, id);
     if (v) violations.push(v);

@@ -45,6 +45,18 @@ export function checkOptionalUidp(field: string, value: string): FieldViolation 
   return value === "" ? undefined : checkUidp(field, value);
 }
 
+/**
+ * Most values one repeated list filter (ListAdvisories' filters, every List's `uidp.ids`) may
+ * carry. Each value is an SQL parameter, and SQLite refuses statements with more than 32766;
+ * a 1 MiB request could otherwise turn into INTERNAL.
+ */
+export const FILTER_VALUES_MAX = 1000;
+
+/** A repeated filter with at most FILTER_VALUES_MAX values. */
+export function checkValueCount(field: string, values: readonly unknown[]): FieldViolation | undefined {
+  return values.length > FILTER_VALUES_MAX ? { field, description: `must have at most ${FILTER_VALUES_MAX} values` } : undefined;
+}
+
 /** The violations that are present, for handlers that report every problem at once. */
 export function collect(...violations: (FieldViolation | undefined)[]): FieldViolation[] {
   return violations.filter((v): v is FieldViolation => v !== undefined);

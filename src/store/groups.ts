@@ -5,7 +5,7 @@
  * multi-row invariant in one BEGIN IMMEDIATE transaction. Errors are ApiErrors; no proto
  * types enter here.
  */
-import { count, eq, or, sql } from "drizzle-orm";
+import { and, asc, count, eq, isNull, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
 import { builtInRoleUid } from "./builtin-roles.js";
 import { type Db, writeTransaction } from "./db.js";
@@ -106,6 +106,11 @@ export interface GroupsRepository {
    * caller can tell that the result was larger than it is willing to return.
    */
   listAll(filter: GroupListFilter, max: number): Promise<GroupRecord[]>;
+  /**
+   * The verified organization (a root with `verified` set) named exactly `name`, the oldest
+   * (create_time, then uid) if several share it; LookupGroup matches an email domain this way.
+   */
+  findVerifiedRoot(name: string): Promise<GroupRecord | undefined>;
 }
 
 export function createGroupsRepository(db: Db): GroupsRepository {
@@ -118,9 +123,21 @@ export function createGroupsRepository(db: Db): GroupsRepository {
       withinConditions(groups.uid, f.within),
     ]);
 
+  const verifiedRootStmt = db
+    .select()
+    .from(groups)
+    .where(and(eq(groups.name, sql.placeholder("name")), isNull(groups.parentUid), eq(groups.verified, true)))
+    .orderBy(asc(groups.createTime), asc(groups.uid))
+    .limit(1)
+    .prepare();
+
   return {
     async get(uid) {
       return getStmt.get({ uid });
+    },
+
+    async findVerifiedRoot(name) {
+      return verifiedRootStmt.get({ name });
     },
 
     async create(group, now, ownerIdentityUid) {

@@ -87,6 +87,11 @@ export interface IdentityRecord {
   readonly email: string;
   readonly emailUnverified: string;
   readonly company: string;
+  /**
+   * The caller-editable profile fields other than company (UpdateIdentityMetadata), keyed by
+   * their proto field name; absent = never set.
+   */
+  readonly metadata: IdentityMetadataFields;
   /** Absent for a user identity that has none. */
   readonly relationship?: Relationship;
   /** ms since the epoch; absent until the identity is first used. */
@@ -109,6 +114,15 @@ export interface IdentityChanges {
   readonly description?: string;
   readonly company?: string;
   readonly relationship?: Relationship;
+}
+
+/** Profile answers an identity gives about itself: text or yes/no, by field name. */
+export type IdentityMetadataFields = Readonly<Record<string, string | boolean>>;
+
+/** What UpdateIdentityMetadata changes: company, and metadata fields merged over the stored ones. */
+export interface IdentityMetadataChanges {
+  readonly company?: string;
+  readonly metadata?: IdentityMetadataFields;
 }
 
 /** Each order an identity list can take → its record field, also its column's key on the table. */
@@ -150,6 +164,11 @@ export interface IdentitiesRepository {
    * with an exact claim match; its uid is `userIdentityUid(issuer, subject)`, so the same
    * person always gets the same identity. Sets last_seen_time. One transaction.
    */
+  /**
+   * Sets the identity's own metadata (company, and the given metadata fields over the
+   * stored ones) and bumps update_time, in one transaction. @throws NOT_FOUND.
+   */
+  updateMetadata(uid: string, changes: IdentityMetadataChanges, now: number): Promise<IdentityRecord>;
   findOrCreateUser(user: { readonly issuer: string; readonly subject: string; readonly name: string; readonly email: string }, now: number): Promise<IdentityRecord>;
 }
 
@@ -195,6 +214,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
           email: "",
           emailUnverified: "",
           company: identity.company,
+          metadata: "{}",
           ...relationshipColumns(identity.relationship),
           lastSeenTime: null,
           createTime: now,
@@ -246,6 +266,17 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       return r?.n ?? 0;
     },
 
+    async updateMetadata(uid, changes, now) {
+      return writeTransaction(db, (tx) => {
+        const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
+        if (!existing) throw notFound("identity", uid);
+        const metadata = { ...parseMetadata(existing.metadata), ...changes.metadata };
+        const set = { metadata: JSON.stringify(metadata), ...(changes.company !== undefined && { company: changes.company }), updateTime: now };
+        tx.update(identities).set(set).where(eq(identities.uid, uid)).run();
+        return toRecord({ ...existing, ...set });
+      });
+    },
+
     async findOrCreateUser(user, now) {
       return writeTransaction(db, (tx) => {
         const uid = userIdentityUid(user.issuer, user.subject);
@@ -269,6 +300,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
           email: user.email,
           emailUnverified: "",
           company: "",
+          metadata: "{}",
           ...relationshipColumns(relationship),
           lastSeenTime: now,
           createTime: now,
@@ -312,9 +344,16 @@ function toRecord(row: IdentityRow): IdentityRecord {
     email: row.email,
     emailUnverified: row.emailUnverified,
     company: row.company,
+    metadata: parseMetadata(row.metadata),
     ...(relationship.kind !== undefined && { relationship: relationship as Relationship }),
     ...(row.lastSeenTime !== null && { lastSeenTime: row.lastSeenTime }),
     createTime: row.createTime,
     updateTime: row.updateTime,
   };
+}
+
+/** The metadata column ("{}" by default): only string and boolean members are kept. */
+function parseMetadata(json: string): IdentityMetadataFields {
+  const parsed = JSON.parse(json) as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === "string" || typeof v === "boolean")) as IdentityMetadataFields;
 }

@@ -11,7 +11,7 @@
  * - every list order has an index ending in uid, the unique tie-breaker of keyset paging.
  */
 import { sql } from "drizzle-orm";
-import { type AnySQLiteColumn, blob, index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { type AnySQLiteColumn, blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** The group tree. A root (organization) has no parent. */
 export const groups = sqliteTable(
@@ -64,6 +64,12 @@ export const identities = sqliteTable(
     email: text("email").notNull().default(""),
     emailUnverified: text("email_unverified").notNull().default(""),
     company: text("company").notNull().default(""),
+    /**
+     * JSON object of the caller-editable IdentityMetadata fields other than company (which
+     * has its own column): UpdateIdentityMetadata's marketing/profile answers. Text fields
+     * are strings, updates_opt_in and self_serve booleans; absent = unset.
+     */
+    metadata: text("metadata").notNull().default("{}"),
     /** RelationshipType number of the set relationship (0 for none). */
     relationshipType: integer("relationship_type").notNull().default(0),
     /** JSON of the relationship, in the store's own shape (see identities.ts). */
@@ -176,6 +182,26 @@ export const accountAssociations = sqliteTable(
     index("account_associations_name_uid_idx").on(t.name, t.uid),
     index("account_associations_create_time_uid_idx").on(t.createTime, t.uid),
   ],
+);
+
+/**
+ * RequestGroupAccess: one row per (group, identity) that asked to join a verified
+ * organization. The primary key is what makes a repeat request RESOURCE_EXHAUSTED. Rows go
+ * with their group or identity (cascade): they are a record of interest, not a child resource
+ * that should block a delete.
+ */
+export const groupAccessRequests = sqliteTable(
+  "group_access_requests",
+  {
+    groupUid: text("group_uid")
+      .notNull()
+      .references(() => groups.uid, { onDelete: "cascade" }),
+    identityUid: text("identity_uid")
+      .notNull()
+      .references(() => identities.uid, { onDelete: "cascade" }),
+    createTime: integer("create_time").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.groupUid, t.identityUid] }), index("group_access_requests_identity_uid_idx").on(t.identityUid)],
 );
 
 /**

@@ -185,11 +185,6 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
     expect(again.code).toBe(Code.NotFound);
   });
 
-  it("answers UNIMPLEMENTED with ErrorInfo for methods not built yet", async () => {
-    const err = asConnectError(await client.checkEligibility({}).catch((e) => e));
-    expectErrorInfo(err, Code.Unimplemented, "UNIMPLEMENTED");
-  });
-
   it("rejects a request message over 1 MiB with RESOURCE_EXHAUSTED, writing nothing", async () => {
     const err = asConnectError(
       await expectRejectedAndUnchanged(t.dbFile, () =>

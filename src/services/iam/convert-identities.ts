@@ -9,6 +9,8 @@ import {
   type Identity_ClaimMatch,
   Identity_ClaimMatchSchema,
   Identity_StaticKeysSchema,
+  type IdentityMetadata,
+  IdentityMetadataSchema,
   IdentitySchema,
   RelationshipType,
 } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
@@ -39,6 +41,20 @@ export function identityToProto(row: IdentityRecord): Identity {
     updateTime: timestampFromMs(row.updateTime),
     relationship: row.relationship ? relationshipToProto(row.relationship) : { case: undefined },
   });
+}
+
+/**
+ * The IdentityMetadata view of an identity: its name and company, and the stored profile
+ * fields (snake_case keys) on their proto members. Trellis keeps no given/family name.
+ */
+export function identityMetadataToProto(row: IdentityRecord): IdentityMetadata {
+  const out = create(IdentityMetadataSchema, { uid: row.uid, name: row.name, company: row.company });
+  const target = out as unknown as Record<string, unknown>;
+  for (const field of IdentityMetadataSchema.fields) {
+    const value = row.metadata[field.name];
+    if (value !== undefined && typeof value === typeof target[field.localName]) target[field.localName] = value;
+  }
+  return out;
 }
 
 function relationshipToProto(r: Relationship): Identity["relationship"] {

@@ -3,8 +3,9 @@
  *
  * Handlers validate, call the repository, convert. SQL lives in src/store/groups.ts, error
  * construction in src/errors, paging in src/pagination, masks in src/fieldmask.
- * LookupGroup, RequestGroupAccess and CheckEligibility need identities and are left
- * UNIMPLEMENTED for now (the call pipeline answers that with ErrorInfo).
+ * LookupGroup, RequestGroupAccess and CheckEligibility act on the caller's verified
+ * organization, matched by the verified email domain of its identity; the rules (and why) are
+ * in caller-organization.ts, shared with v1.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ownerOfNewOrganization } from "../../auth/caller.js";
@@ -22,6 +23,7 @@ import { parentOf } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
+import { callerEligible, lookupCallerGroup, requestCallerGroupAccess } from "./caller-organization.js";
 import { groupToProto } from "./convert.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
@@ -104,6 +106,19 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       const found = collect(...violations);
       if (found.length > 0) throw invalidArgument(found);
       return groupToProto(await repo.update(group.uid, changes, ctx.now()));
+    },
+
+    async lookupGroup(_req, context) {
+      return { group: groupToProto(await lookupCallerGroup(ctx, context)) };
+    },
+
+    async checkEligibility(_req, context) {
+      return { eligible: await callerEligible(ctx, context) };
+    },
+
+    async requestGroupAccess(req, context) {
+      await requestCallerGroupAccess(ctx, context, "group_uid", req.groupUid);
+      return {};
     },
 
     async deleteGroup(req) {

@@ -32,8 +32,23 @@
  * - Delete: NOT_FOUND when missing; the identity's role bindings go in the same transaction.
  * - List filters: `uidp`, exact `name`, `relationship_type` (UNSPECIFIED = all). Orders: `uid`
  *   (default), `name`, `create_time`/`created_at`, `update_time`/`updated_at`.
- * - LookupIdentity and UpdateIdentityMetadata act on the caller's identity (issue 5) and answer
- *   UNIMPLEMENTED through the call pipeline until then.
+ * - LookupIdentity: issuer and subject are required (INVALID_ARGUMENT otherwise); the answer
+ *   is `userIdentityUid(issuer, subject)` (src/store/identities.ts), the very function user
+ *   sign-in uses to create the identity, so the uid is the existing one or the one it will
+ *   get. Nothing is read or written: any signed-in caller may compute it.
+ * - UpdateIdentityMetadata changes the caller's own identity, taken from the token (the
+ *   request carries no uid). Mutable: company (the Identity's company column) and the
+ *   profile fields updates_opt_in, product, job_title, utm_*, latest_form_submit_url,
+ *   latest_internal_referring_url, hubspot_utk, self_serve; uid, name, given_name and
+ *   family_name are output only (a mask naming them is INVALID_ARGUMENT). Without a mask the
+ *   non-default fields change, over REST too (no mask inference for `body: "*"`, as published,
+ *   api-facts §1 rule 6). Text fields hold at
+ *   most 512 characters (URLs 2048). The answer's name is the identity's name; Trellis
+ *   stores no given/family name, so those are empty. An operator token names no stored
+ *   identity: FAILED_PRECONDITION (type NO_CALLER_IDENTITY), because the request is well
+ *   formed and the caller authenticated and allowed, but the system is not in the state the
+ *   method needs (a stored identity behind the token); retrying with the same token cannot
+ *   succeed. A token whose identity was deleted since is NOT_FOUND on that identity.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -45,21 +60,23 @@ import {
   type Identity_StaticKeys,
   Identity_StaticKeysSchema,
   type IdentitiesService,
+  IdentityMetadataSchema,
   IdentitySchema,
   ListIdentitiesRequestSchema,
   RelationshipType,
   ServicePrincipal,
 } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
-import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
+import { type FieldViolation, failedPrecondition, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveNestedUpdatePaths, resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
 import type { IdentityChanges, IdentityOrder, RelationshipKind } from "../../store/identities.js";
-import { identityOrderValue } from "../../store/identities.js";
+import { identityOrderValue, userIdentityUid } from "../../store/identities.js";
+import { callerOf } from "../../auth/caller.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { checkClaimMatch, checkStringMatch, checkValue } from "./claim-match.js";
-import { identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
+import { identityMetadataToProto, identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for identities. */
@@ -86,6 +103,12 @@ const NESTED_MASK_RULES = {
 };
 
 const MAX_COMPANY = 512;
+/** IdentityMetadata fields the caller may set on its own identity (module comment). */
+const METADATA_MUTABLE = IdentityMetadataSchema.fields
+  .map((f) => f.name)
+  .filter((name) => !["uid", "name", "given_name", "family_name"].includes(name));
+const METADATA_TEXT_MAX = MAX_COMPANY;
+const METADATA_URL_MAX = 2048;
 const MAX_JWKS = 64 * 1024;
 /** JWK members that carry private or symmetric key material (RFC 7518 §6). */
 const PRIVATE_JWK_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
@@ -180,6 +203,43 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
         now,
       );
       return identityToProto(row);
+    },
+
+    async lookupIdentity(req) {
+      const violations = collect(checkValue("issuer", req.issuer), checkValue("subject", req.subject));
+      if (violations.length > 0) throw invalidArgument(violations);
+      return { uid: userIdentityUid(req.issuer, req.subject) };
+    },
+
+    async updateIdentityMetadata(req, context) {
+      const metadata = req.identityMetadata;
+      if (!metadata) throw invalidField("identity_metadata", "is required");
+      const paths = resolveUpdatePaths(IdentityMetadataSchema, metadata, req.updateMask, { mutable: METADATA_MUTABLE });
+      const values = metadata as unknown as Record<string, unknown>;
+      let company: string | undefined;
+      const fields: Record<string, string | boolean> = {};
+      const violations: (FieldViolation | undefined)[] = [];
+      for (const path of paths) {
+        const field = IdentityMetadataSchema.fields.find((f) => f.name === path);
+        const value = field ? values[field.localName] : undefined;
+        if (typeof value === "string") {
+          const max = path.endsWith("_url") ? METADATA_URL_MAX : METADATA_TEXT_MAX;
+          if ([...value].length > max) violations.push({ field: `identity_metadata.${path}`, description: `must be at most ${max} characters` });
+        }
+        if (path === "company") company = value as string;
+        else if (typeof value === "string" || typeof value === "boolean") fields[path] = value;
+      }
+      const found = collect(...violations);
+      if (found.length > 0) throw invalidArgument(found);
+      const caller = callerOf(context);
+      if (!caller || caller.operator) {
+        throw failedPrecondition({
+          type: "NO_CALLER_IDENTITY",
+          description: "the caller's token names no stored identity (an operator token); identity metadata belongs to a signed-in identity",
+        });
+      }
+      const row = await repo.updateMetadata(caller.subject, { company, metadata: fields }, ctx.now());
+      return identityMetadataToProto(row);
     },
 
     async deleteIdentity(req) {

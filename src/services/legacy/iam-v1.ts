@@ -5,8 +5,8 @@
  * v1 shapes: `id` instead of `uid`, lists as `{items: [...]}` with no paging, resource
  * limits with the v1 members (clusters, idps, repositories), and Update as a full
  * replacement (PUT, body "*"). Validation and errors are the v2 ones. The published v1
- * Group message carries no timestamps, so none are returned. Lookup, RequestGroupAccess
- * and CheckEligibility need the caller's identity and stay UNIMPLEMENTED for now.
+ * Group message carries no timestamps, so none are returned. LookupGroup, RequestGroupAccess
+ * (`group_id`) and CheckEligibility are the v2beta1 ones (src/services/iam/caller-organization.ts).
  */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -17,6 +17,7 @@ import type { ServiceContext } from "../context.js";
 import { toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
 import { ownerOfNewOrganization } from "../../auth/caller.js";
+import { callerEligible, lookupCallerGroup, requestCallerGroupAccess } from "../iam/caller-organization.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** The v1 list is unpaged; beyond this many matches it asks the caller to page with v2. */
@@ -79,6 +80,19 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
       return groupV1(
         await repo.update(req.id, { name: req.name, description: req.description, verified: req.verified }, ctx.now()),
       );
+    },
+
+    async lookupGroup(_req, context) {
+      return { group: groupV1(await lookupCallerGroup(ctx, context)) };
+    },
+
+    async checkEligibility(_req, context) {
+      return { eligible: await callerEligible(ctx, context) };
+    },
+
+    async requestGroupAccess(req, context) {
+      await requestCallerGroupAccess(ctx, context, "group_id", req.groupId);
+      return {};
     },
 
     async delete(req) {

@@ -14,7 +14,7 @@ import { listPage } from "../../pagination/page.js";
 import { type AdvisoryListFilter, type AdvisoryOrder, advisoryOrderValue } from "../../store/advisories.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
-import { checkUidp, requireValid } from "../validate.js";
+import { checkUidp, checkValueCount, requireValid } from "../validate.js";
 import { advisoryToProto } from "./convert.js";
 
 const ADVISORY_ORDERS: Readonly<Record<string, AdvisoryOrder>> = {
@@ -28,12 +28,6 @@ const ADVISORY_ORDERS: Readonly<Record<string, AdvisoryOrder>> = {
 
 /** Longest free-text `query` accepted: it is a substring test, not a search language. */
 export const QUERY_MAX = 256;
-
-/**
- * Most values one list filter may carry. Each value is an SQL parameter, and SQLite refuses
- * statements with more than 32766; a 1 MiB request could otherwise turn into INTERNAL.
- */
-export const FILTER_VALUES_MAX = 1000;
 
 const LIST_FILTERS = [
   ["advisory_ids", "advisoryIds"],
@@ -65,7 +59,7 @@ export function createAdvisoriesService(ctx: ServiceContext): Partial<ServiceImp
     async listAdvisories(req, context) {
       if ([...req.query].length > QUERY_MAX) throw invalidField("query", `must be at most ${QUERY_MAX} characters`);
       for (const [field, key] of LIST_FILTERS) {
-        if (req[key].length > FILTER_VALUES_MAX) throw invalidField(field, `must have at most ${FILTER_VALUES_MAX} values`);
+        requireValid(checkValueCount(field, req[key]));
       }
       const filter: AdvisoryListFilter = {
         uidp: toUidpFilter(req.uidp),
