@@ -4,7 +4,7 @@
  * and listens on one port. Tests call `startApp` with port 0 and a fresh data directory.
  */
 import { create, type DescMethod, isMessage, type Message } from "@bufbuild/protobuf";
-import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import { type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
@@ -17,6 +17,7 @@ import type { TokenIssuer } from "../auth/tokens.js";
 import { createServiceContext } from "../services/context.js";
 import { openDatabase } from "../store/db.js";
 import { ensureBuiltInRoles } from "../store/roles.js";
+import { RestHandlerContext } from "../transcode/handler-context.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
 import { createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
@@ -97,21 +98,20 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       onUnexpectedError: (err) => log.error({ err, protocol: "rest" }, "unexpected error"),
       async invokeUnary(method, request, call) {
         const fn = byMethod.get(method) as (req: unknown, ctx: HandlerContext) => unknown;
-        const context = createHandlerContext({
-          service: method.parent,
+        // A lean HandlerContext: its signal is linked only if read (handler-context.ts).
+        const context = new RestHandlerContext({
           method,
-          protocolName: "rest",
           requestMethod: call.httpMethod,
           url: call.url,
           requestHeader: call.headers,
-          requestSignal: call.signal,
+          requestSignal: () => call.signal,
           shutdownSignal: shutdown.signal,
         });
         try {
           const out = await fn(request, context);
           return (isMessage(out) ? out : create(method.output, out as never)) as Message;
         } finally {
-          context.abort();
+          context.release();
         }
       },
     });
