@@ -9,7 +9,19 @@ import { and, asc, count, eq, isNull, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
 import { builtInRoleUid } from "./builtin-roles.js";
 import { type Db, writeTransaction } from "./db.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  keysetClauses,
+  placeholders,
+  statementCache,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import {
   accountAssociations,
@@ -116,12 +128,17 @@ export interface GroupsRepository {
 export function createGroupsRepository(db: Db): GroupsRepository {
   const getStmt = db.select().from(groups).where(eq(groups.uid, sql.placeholder("uid"))).prepare();
 
-  const where = (f: GroupListFilter) =>
+  const where = (f: GroupListFilter, bind?: Bind) =>
     allOf([
-      ...uidpConditions(groups.uid, groups.parentUid, f.uidp),
-      f.name !== undefined ? eq(groups.name, f.name) : undefined,
-      withinConditions(groups.uid, f.within),
+      ...uidpConditions(groups.uid, groups.parentUid, f.uidp, bind),
+      f.name !== undefined ? eq(groups.name, (bind ? bind(f.name) : f.name) as string) : undefined,
+      withinConditions(groups.uid, f.within, bind),
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts statementCache);
+  // the key must fix the SQL text that `where` and keysetClauses produce.
+  const filterShape = (f: GroupListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  const listStmts = statementCache<{ all(values: Record<string, unknown>): GroupRecord[] }>();
+  const countStmts = statementCache<{ get(values: Record<string, unknown>): { n: number } | undefined }>();
 
   const verifiedRootStmt = db
     .select()
@@ -219,20 +236,28 @@ export function createGroupsRepository(db: Db): GroupsRepository {
 
     async list(filter, page) {
       const col = ORDER_COLUMNS[page.order];
-      const ks = keysetClauses(col, groups.uid, page, page.order === "uid");
-      return db
-        .select()
-        .from(groups)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset)
-        .all();
+      const p = placeholders();
+      const filterSql = where(filter, p.bind);
+      const ks = keysetClauses(col, groups.uid, page, page.order === "uid", p.bind);
+      const key = `${filterShape(filter)}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
+      const stmt = listStmts(key, () =>
+        db
+          .select()
+          .from(groups)
+          .where(allOf([filterSql, ks.where]))
+          .orderBy(...ks.orderBy)
+          .limit(sql.placeholder("limit"))
+          .offset(sql.placeholder("offset"))
+          .prepare(),
+      );
+      return stmt.all({ ...p.values, limit: page.limit, offset: page.offset });
     },
 
     async count(filter) {
-      const r = db.select({ n: count() }).from(groups).where(where(filter)).get();
-      return r?.n ?? 0;
+      const p = placeholders();
+      const filterSql = where(filter, p.bind);
+      const stmt = countStmts(filterShape(filter), () => db.select({ n: count() }).from(groups).where(filterSql).prepare());
+      return stmt.get(p.values)?.n ?? 0;
     },
 
     async listAll(filter, max) {

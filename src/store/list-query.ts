@@ -29,17 +29,68 @@ export interface KeysetQuery<K extends string> {
   readonly limit: number;
 }
 
+/**
+ * How a value enters a condition: inline (the default; drizzle binds it as a parameter of a
+ * one-off statement) or as a named placeholder (`placeholders()`), so a statement prepared
+ * once per query shape can be run again with new values.
+ */
+export type Bind = (value: string | number) => unknown;
+const inline: Bind = (v) => v;
+
+/** A Bind that turns values into placeholders p0, p1, … and collects their values. */
+export function placeholders(): { readonly bind: Bind; readonly values: Record<string, string | number> } {
+  const values: Record<string, string | number> = {};
+  let n = 0;
+  return {
+    values,
+    bind(v) {
+      const name = `p${n++}`;
+      values[name] = v;
+      return sql.placeholder(name);
+    },
+  };
+}
+
+/**
+ * Prepared statements by query shape (a key that fixes the SQL text, values apart). Drizzle
+ * builds and SQLite prepares a query on every call otherwise, which was ~25 % of a REST List
+ * page (docs/performance.md). Bounded: shapes vary with list lengths (ids, scopes), so the
+ * cache is dropped whole when it reaches `max` entries.
+ */
+export function statementCache<S>(max = 256): (key: string, prepare: () => S) => S {
+  const cache = new Map<string, S>();
+  return (key, prepare) => {
+    let s = cache.get(key);
+    if (s === undefined) {
+      if (cache.size >= max) cache.clear();
+      s = prepare();
+      cache.set(key, s);
+    }
+    return s;
+  };
+}
+
+/** The part of a statement-cache key that a UIDP filter fixes (see uidpConditions). */
+export function uidpShape(f: UidpFilter): string {
+  return `${f.descendantsOf ? "d" : ""}${f.childrenOf ? "c" : ""}${f.ancestorsOf ? `a${ancestorsOf(f.ancestorsOf).length}` : ""}${f.inRoot ? "r" : ""}${f.ids && f.ids.length > 0 ? `i${f.ids.length}` : ""}`;
+}
+
+/** The part of a statement-cache key that withinConditions' scopes fix. */
+export function withinShape(within: readonly string[] | undefined): string {
+  return within === undefined ? "all" : `w${within.length}`;
+}
+
 /** SQL conditions for a UIDP filter over a table's uid and parent-uid columns. */
-export function uidpConditions(uid: SQLiteColumn, parentUid: SQLiteColumn, f: UidpFilter): SQL[] {
+export function uidpConditions(uid: SQLiteColumn, parentUid: SQLiteColumn, f: UidpFilter, bind: Bind = inline): SQL[] {
   const out: SQL[] = [];
   if (f.descendantsOf) {
     // Key range: every uid that starts with "<p>/". '/' is 0x2F and '0' is 0x30.
-    out.push(gt(uid, `${f.descendantsOf}/`), lt(uid, `${f.descendantsOf}0`));
+    out.push(gt(uid, bind(`${f.descendantsOf}/`)), lt(uid, bind(`${f.descendantsOf}0`)));
   }
-  if (f.childrenOf) out.push(eq(parentUid, f.childrenOf));
-  if (f.ancestorsOf) out.push(inArray(uid, ancestorsOf(f.ancestorsOf)));
+  if (f.childrenOf) out.push(eq(parentUid, bind(f.childrenOf)));
+  if (f.ancestorsOf) out.push(inArray(uid, ancestorsOf(f.ancestorsOf).map(bind)));
   if (f.inRoot) out.push(isNull(parentUid));
-  if (f.ids && f.ids.length > 0) out.push(inArray(uid, [...f.ids]));
+  if (f.ids && f.ids.length > 0) out.push(inArray(uid, f.ids.map(bind)));
   return out;
 }
 
@@ -48,10 +99,10 @@ export function uidpConditions(uid: SQLiteColumn, parentUid: SQLiteColumn, f: Ui
  * from one. `undefined` means unrestricted; an empty list matches nothing. Each scope is an
  * equality plus one key range on the uid index, the same shape as `descendantsOf`.
  */
-export function withinConditions(uid: SQLiteColumn, within: readonly string[] | undefined): SQL | undefined {
+export function withinConditions(uid: SQLiteColumn, within: readonly string[] | undefined, bind: Bind = inline): SQL | undefined {
   if (within === undefined) return undefined;
   if (within.length === 0) return sql`0`;
-  return or(...within.map((s) => or(eq(uid, s), and(gt(uid, `${s}/`), lt(uid, `${s}0`)))));
+  return or(...within.map((s) => or(eq(uid, bind(s)), and(gt(uid, bind(`${s}/`)), lt(uid, bind(`${s}0`))))));
 }
 
 /** WHERE part that starts after the cursor, and the ORDER BY for (col, uid). */
@@ -60,16 +111,17 @@ export function keysetClauses(
   uid: SQLiteColumn,
   q: { readonly desc: boolean; readonly after?: { readonly value: string | number; readonly uid: string } },
   sameColumn: boolean,
+  bind: Bind = inline,
 ): { where: SQL | undefined; orderBy: SQL[] } {
   const dir = q.desc ? desc : asc;
   if (sameColumn) {
-    const where = q.after ? (q.desc ? lt(uid, q.after.uid) : gt(uid, q.after.uid)) : undefined;
+    const where = q.after ? (q.desc ? lt(uid, bind(q.after.uid)) : gt(uid, bind(q.after.uid))) : undefined;
     return { where, orderBy: [dir(uid)] };
   }
   const where = q.after
     ? q.desc
-      ? sql`(${col}, ${uid}) < (${q.after.value}, ${q.after.uid})`
-      : sql`(${col}, ${uid}) > (${q.after.value}, ${q.after.uid})`
+      ? sql`(${col}, ${uid}) < (${bind(q.after.value)}, ${bind(q.after.uid)})`
+      : sql`(${col}, ${uid}) > (${bind(q.after.value)}, ${bind(q.after.uid)})`
     : undefined;
   return { where, orderBy: [dir(col), dir(uid)] };
 }
