@@ -23,6 +23,7 @@ import { LIMITS, type Limits, type ServerConfig } from "./config.js";
 import { createCors } from "./cors.js";
 import { registerHealth } from "./health.js";
 import { listen } from "./listener.js";
+import { createFastConnectUnary } from "./fast-unary/connect.js";
 import { createFastGrpcUnary } from "./fast-unary/grpc.js";
 import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
@@ -123,15 +124,17 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     });
 
     const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true };
-    const fastGrpc =
-      overrides.fastUnary === false
-        ? undefined
-        : createFastGrpcUnary({
-            methods: [...byMethod].map(([method, impl]) => ({ method, impl })),
-            readMaxBytes: LIMITS.maxMessageBytes,
-            jsonOptions,
-            shutdownSignal: shutdown.signal,
-          });
+    // Plain unary gRPC and Connect calls take a lean path to the same wrapped implementations
+    // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
+    // goes to connect-node.
+    const fastOptions = {
+      methods: [...byMethod].map(([method, impl]) => ({ method, impl })),
+      readMaxBytes: LIMITS.maxMessageBytes,
+      jsonOptions,
+      shutdownSignal: shutdown.signal,
+    };
+    const fastGrpc = overrides.fastUnary === false ? undefined : createFastGrpcUnary(fastOptions);
+    const fastConnect = overrides.fastUnary === false ? undefined : createFastConnectUnary(fastOptions);
     const connectHandler = connectNodeAdapter({
       routes(router) {
         for (const { service, impl } of wrapped) router.service(service, impl);
@@ -168,6 +171,11 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
             return;
           }
           toConnect();
+          return;
+        }
+        if (rpcProtocolOf(req) === "connect" && fastConnect?.(req, res, () => connectHandler(req, res))) {
+          // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
+          conformProtocolErrors(req, res, config.errorDomain);
           return;
         }
         rest.handle(req, res).then(

@@ -1,5 +1,6 @@
 /**
- * The lean unary gRPC door (src/server/fast-unary/) against connect-node, request by request.
+ * The lean unary gRPC and Connect doors (src/server/fast-unary/) against connect-node, request
+ * by request.
  *
  * Two servers on copies of one seeded data directory (same signing key, same rows) and one
  * issuer URL: one with the fast path disabled (every gRPC call through connect-node, the
@@ -12,6 +13,7 @@
  * the hand-over is proven to change nothing either.
  */
 import fs from "node:fs";
+import http from "node:http";
 import http2 from "node:http2";
 import os from "node:os";
 import path from "node:path";
@@ -255,5 +257,121 @@ describe("fast unary gRPC answers exactly as connect-node", () => {
     expect(r.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
     const again = await same(GET, get(groupUid));
     expect(again.trailers["grpc-status"]).toBe("0");
+  });
+});
+
+interface HttpResult {
+  readonly status: number;
+  readonly headers: Record<string, string | string[]>;
+  readonly body: string;
+}
+
+/** One Connect request over HTTP/1.1 (a fresh connection) or h2 (the server's session). */
+function connectCall(
+  server: Server,
+  version: "1.1" | "2",
+  p: string,
+  body: Buffer | string,
+  headers: Record<string, string> = {},
+  method = "POST",
+): Promise<HttpResult> {
+  const all: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
+  if (version === "2") {
+    server.session ??= http2.connect(server.app.url);
+    const session = server.session;
+    return new Promise((resolve, reject) => {
+      const req = session.request({ ":method": method, ":path": p, ...all });
+      let head: Record<string, string | string[]> = {};
+      let status = 0;
+      const chunks: Buffer[] = [];
+      req.on("response", (h) => {
+        status = Number(h[":status"]);
+        head = strip(h);
+        delete head[":status"];
+      });
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("error", reject);
+      req.on("close", () => resolve({ status, headers: head, body: Buffer.concat(chunks).toString("hex") }));
+      if (method === "GET") req.end();
+      else req.end(body);
+    });
+  }
+  const u = new URL(server.app.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, method, path: p, headers: all, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, headers: strip(res.headers), body: Buffer.concat(chunks).toString("hex") }),
+      );
+    });
+    req.on("error", reject);
+    if (method === "GET") req.end();
+    else req.end(body);
+  });
+}
+
+describe.each(["1.1", "2"] as const)("fast Connect unary over HTTP/%s answers exactly as connect-node", (version) => {
+  async function sameConnect(p: string, body: Buffer | string, headers: Record<string, string>, method = "POST") {
+    const a0 = reference.lines.length;
+    const b0 = fast.lines.length;
+    const expected = await connectCall(reference, version, p, body, headers, method);
+    const actual = await connectCall(fast, version, p, body, headers, method);
+    expect(actual).toEqual(expected);
+    expect(logSince(fast, b0)).toEqual(logSince(reference, a0));
+    return expected;
+  }
+  const json = { "content-type": "application/json", "connect-protocol-version": "1" };
+  const proto = { "content-type": "application/proto", "connect-protocol-version": "1" };
+  const protoGet = (uid: string) => get(uid).subarray(5);
+  const text = (r: HttpResult) => Buffer.from(r.body, "hex").toString("utf8");
+
+  it("valid GetGroup in JSON and in binary", async () => {
+    const j = await sameConnect(GET, JSON.stringify({ uid: groupUid }), json);
+    expect(j.status).toBe(200);
+    expect(JSON.parse(text(j)).uid).toBe(groupUid);
+    const b = await sameConnect(GET, protoGet(groupUid), proto);
+    expect(fromBinary(GroupSchema, Buffer.from(b.body, "hex")).uid).toBe(groupUid);
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { "content-type": "application/json" }); // no version header
+  });
+
+  it("errors from the pipeline: not found, bad field value (details), bad CreateGroup", async () => {
+    const nf = await sameConnect(GET, JSON.stringify({ uid: "0".repeat(40) }), json);
+    expect(nf.status).toBe(404);
+    expect(JSON.parse(text(nf)).details.length).toBeGreaterThan(0);
+    const bad = await sameConnect(GET, protoGet("not a uid"), proto);
+    expect(JSON.parse(text(bad)).code).toBe("invalid_argument");
+    await sameConnect(CREATE, JSON.stringify({ group: { name: "" } }), json);
+  });
+
+  it("unauthenticated: no token, and a forged one", async () => {
+    const none = await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, authorization: "" });
+    expect(none.status).toBe(401);
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, authorization: "Bearer x.y.z" });
+  });
+
+  it("metadata, response compression and request encodings", async () => {
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "x-request-id": "abc" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "accept-encoding": "gzip, br" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "content-encoding": "identity" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "content-encoding": "gzip" }); // a lie: connect-node
+  });
+
+  it("what connect-node keeps: deadlines, bad version, GET, unknown fields, undecodable, oversized", async () => {
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-timeout-ms": "5000" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-timeout-ms": String(LIMITS.maxTimeoutMs + 1000) });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-protocol-version": "2" });
+    const q = `?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ uid: groupUid }))}`;
+    await sameConnect(`${GET}${q}`, "", {}, "GET");
+    const unknown = await sameConnect(GET, JSON.stringify({ uid: groupUid, nope: 1 }), json);
+    expect(unknown.status).toBe(400);
+    await sameConnect(GET, "{not json", json);
+    await sameConnect(GET, Buffer.from([0x0a, 0x7f, 0x01]), proto);
+    await sameConnect(GET, "", json);
+    const huge = JSON.stringify({ uid: "x".repeat(LIMITS.maxMessageBytes) });
+    await sameConnect(GET, huge, json); // HTTP/1.1: with content-length
+    if (version === "1.1") await sameConnect(GET, huge, { ...json, "transfer-encoding": "chunked" }); // found while reading
+    await sameConnect(`${SERVICE}/NoSuchMethod`, "{}", json);
+    await sameConnect(GET, "{}", { "content-type": "application/connect+json" });
   });
 });
