@@ -24,6 +24,8 @@ import { LIMITS, type Limits, type ServerConfig } from "./config.js";
 import { createCors } from "./cors.js";
 import { registerHealth } from "./health.js";
 import { listen } from "./listener.js";
+import { createFastConnectUnary } from "./fast-unary/connect.js";
+import { createFastGrpcUnary } from "./fast-unary/grpc.js";
 import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
@@ -46,6 +48,11 @@ export interface AppOverrides {
   readonly log?: Logger;
   /** Overrides of the pinned transport limits (tests prove each one with short values). */
   readonly limits?: Partial<Limits>;
+  /**
+   * false: every gRPC call goes through connect-node (the differential tests compare both);
+   * default true: plain unary gRPC calls take the lean path (src/server/fast-unary/).
+   */
+  readonly fastUnary?: boolean;
 }
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
@@ -116,6 +123,18 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
     });
 
+    const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true };
+    // Plain unary gRPC and Connect calls take a lean path to the same wrapped implementations
+    // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
+    // goes to connect-node.
+    const fastOptions = {
+      methods: [...byMethod].map(([method, impl]) => ({ method, impl })),
+      readMaxBytes: LIMITS.maxMessageBytes,
+      jsonOptions,
+      shutdownSignal: shutdown.signal,
+    };
+    const fastGrpc = overrides.fastUnary === false ? undefined : createFastGrpcUnary(fastOptions);
+    const fastConnect = overrides.fastUnary === false ? undefined : createFastConnectUnary(fastOptions);
     const connectHandler = connectNodeAdapter({
       routes(router) {
         for (const { service, impl } of wrapped) router.service(service, impl);
@@ -132,7 +151,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       // One JSON policy on every door: unknown fields are rejected, not silently dropped, and
       // fields with default values are written out (`"resourceLimits": {}`, `"verified": false`)
       // as the published service's JSON shows them.
-      jsonOptions: { ignoreUnknownFields: false, alwaysEmitImplicit: true },
+      jsonOptions,
     });
 
     const cors = createCors(config.corsOrigins ?? []);
@@ -145,7 +164,18 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           connectHandler(req, res);
         };
         if (rpcProtocolOf(req) === "grpc") {
+          if (fastGrpc && "stream" in req) {
+            conformProtocolErrors(req, res, config.errorDomain);
+            const h2res = res as import("node:http2").Http2ServerResponse;
+            if (!fastGrpc(req, h2res, () => connectHandler(req, res))) connectHandler(req, res);
+            return;
+          }
           toConnect();
+          return;
+        }
+        if (rpcProtocolOf(req) === "connect" && fastConnect?.(req, res, () => connectHandler(req, res))) {
+          // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
+          conformProtocolErrors(req, res, config.errorDomain);
           return;
         }
         rest.handle(req, res).then(

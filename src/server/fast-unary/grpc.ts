@@ -1,0 +1,129 @@
+/**
+ * A lean door for plain unary gRPC calls (issue 8 §3).
+ *
+ * Why it exists: the bench's profile showed ~180 µs of every gRPC call spent in connect-node's
+ * own protocol layer (per-call AbortSignals and their DOMException, async-iterable pipelines,
+ * event listeners), twice what a @grpc/grpc-js server pays for the same handler. For the one
+ * shape our API really uses — one uncompressed protobuf request, one response — this module
+ * reads the request, calls THE SAME wrapped implementation connect-node would call (the call
+ * pipeline: auth hooks, error mapping, call log) and writes the answer with connect's own
+ * helpers (serialization lookup, compression negotiation, `setTrailerStatus`) through the same
+ * `res.writeHead` / `addTrailers` / `end` calls connect-node's adapter makes, so the response
+ * passes through the same conformProtocolErrors patch and is byte-for-byte what connect-node
+ * sends (test/server/fast-unary.test.ts proves it request by request, with the fast path on
+ * and off). connect.ts does the same for Connect unary; shared.ts holds what they share.
+ *
+ * Anything else falls through to connect-node, which stays the reference: HTTP/1.1, a content
+ * type other than application/grpc or application/grpc+proto, a compressed request
+ * (`grpc-encoding` other than identity), a `grpc-timeout` (deadlines and their ceiling stay
+ * connect-node's), a path that is not a unary method of ours (streaming, reflection, health),
+ * and any request body that is not exactly one well-formed, uncompressed message within the
+ * size limit (oversized, truncated, two messages, undecodable bytes). In that last case the
+ * bytes already read are replayed to connect-node, which then gives its usual answer.
+ */
+import type http2 from "node:http2";
+import { create, isMessage } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import {
+  ACCEPT_COMPRESSION,
+  COMPRESS_MIN_BYTES,
+  type Compression,
+  createLeanContext,
+  type FastUnaryOptions,
+  readBody,
+  type Route,
+  single,
+  toNodeHeaders,
+  unaryRoutes,
+} from "./shared.js";
+
+/**
+ * Returns a handler that either takes the request (true) or returns false having touched
+ * nothing, so the caller hands it to connect-node. After taking it, it may still call
+ * `fallback` (connect-node) with the body replayed.
+ */
+export function createFastGrpcUnary(options: FastUnaryOptions) {
+  const routes = unaryRoutes(options);
+  const max = options.readMaxBytes;
+
+  return function tryServe(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, fallback: () => void): boolean {
+    const h = req.headers;
+    const ct = h["content-type"];
+    if (ct !== "application/grpc" && ct !== "application/grpc+proto") return false;
+    if (req.method !== "POST" || h["grpc-timeout"] !== undefined || req.authority === undefined) return false;
+    const encoding = h["grpc-encoding"];
+    if (encoding !== undefined && encoding !== "identity") return false;
+    const route = routes.get(req.url);
+    if (route === undefined) return false;
+    const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "grpc-accept-encoding"), "grpc-accept-encoding");
+    readBody(
+      req,
+      // connect-node refuses as soon as the envelope header announces an oversized message.
+      (chunks, length) => length >= 5 && firstEnvelopeLength(chunks) > max,
+      (body) => {
+        if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) return false;
+        let input: unknown;
+        try {
+          input = route.serialization.getI(true).parse(body.subarray(5));
+        } catch {
+          return false;
+        }
+        void invoke(route, input, req, res, compression.response, options.shutdownSignal);
+        return true;
+      },
+      fallback,
+    );
+    return true;
+  };
+}
+
+/** The payload length in the first envelope header (the chunks hold at least 5 bytes). */
+function firstEnvelopeLength(chunks: Buffer[]): number {
+  const head = chunks[0].length >= 5 ? chunks[0] : Buffer.concat(chunks).subarray(0, 5);
+  return head.readUInt32BE(1);
+}
+
+async function invoke(
+  route: Route,
+  input: unknown,
+  req: http2.Http2ServerRequest,
+  res: http2.Http2ServerResponse,
+  responseCompression: Compression | null,
+  shutdownSignal: AbortSignal,
+): Promise<void> {
+  // connect-node answers both accepted content types with application/grpc+proto.
+  const context = createLeanContext(
+    route.method,
+    "grpc",
+    req,
+    res,
+    shutdownSignal,
+    { "content-type": "application/grpc+proto" },
+    { "grpc-status": "0" },
+  );
+  if (!context) throw new Error("unreachable: authority checked");
+  if (responseCompression) context.responseHeader.set("grpc-encoding", responseCompression.name);
+  let frame: Uint8Array | undefined;
+  try {
+    const out = await route.impl(input, context);
+    const message = isMessage(out, route.method.output) ? out : create(route.method.output, out as never);
+    const data = route.serialization.getO(true).serialize(message);
+    const env = await envelopeCompress({ flags: 0, data }, responseCompression, COMPRESS_MIN_BYTES);
+    frame = encodeEnvelope(env.flags, env.data);
+  } catch (err) {
+    setTrailerStatus(
+      context.responseTrailer,
+      err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
+    );
+  } finally {
+    context.cleanup();
+  }
+  // The same calls, in the same order, as connect-node's universalResponseToNodeResponse.
+  if (res.closed || res.stream.destroyed) return;
+  res.writeHead(200, toNodeHeaders(context.responseHeader));
+  if (frame) res.write(frame);
+  res.addTrailers(toNodeHeaders(context.responseTrailer));
+  res.end();
+}

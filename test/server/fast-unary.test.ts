@@ -1,0 +1,377 @@
+/**
+ * The lean unary gRPC and Connect doors (src/server/fast-unary/) against connect-node, request
+ * by request.
+ *
+ * Two servers on copies of one seeded data directory (same signing key, same rows) and one
+ * issuer URL: one with the fast path disabled (every gRPC call through connect-node, the
+ * reference), one with it on. Each case sends the
+ * same raw HTTP/2 request to both and requires the same wire result: response headers (all of
+ * them but `date`), the body bytes, the trailers (status, message, the exact
+ * grpc-status-details-bin bytes, decoded too) and how the stream ended, plus the same
+ * call-log line. Cases the fast path hands to connect-node (deadlines, compressed requests,
+ * oversized, truncated, undecodable or repeated messages, unknown paths) are here as well, so
+ * the hand-over is proven to change nothing either.
+ */
+import fs from "node:fs";
+import http from "node:http";
+import http2 from "node:http2";
+import os from "node:os";
+import path from "node:path";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  CreateGroupRequestSchema,
+  GetGroupRequestSchema,
+  GroupSchema,
+} from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { DEFAULT_ERROR_DOMAIN, LIMITS } from "../../src/server/config.js";
+import { type App, startApp } from "../../src/server/create-app.js";
+import { operatorToken } from "../support/auth.js";
+import { envelope } from "../support/raw-rpc.js";
+
+const SERVICE = "/chainguard.platform.iam.v2beta1.GroupsService";
+const GET = `${SERVICE}/GetGroup`;
+const CREATE = `${SERVICE}/CreateGroup`;
+
+interface WireResult {
+  readonly headers: Record<string, string | string[]>;
+  readonly body: string;
+  readonly trailers: Record<string, string | string[]>;
+  readonly rstCode: number | undefined;
+  readonly error: string | undefined;
+}
+
+interface Server {
+  readonly app: App;
+  readonly lines: Record<string, unknown>[];
+  session?: http2.ClientHttp2Session;
+}
+
+let dataDirs: string[];
+let reference: Server;
+let fast: Server;
+let token: string;
+let groupUid: string;
+
+async function start(dataDir: string, fastUnary: boolean, issuerUrl: string): Promise<Server> {
+  const lines: Record<string, unknown>[] = [];
+  const sink = { write: (line: string) => void lines.push(JSON.parse(line)) };
+  const app = await startApp(
+    { host: "127.0.0.1", port: 0, dataDir, errorDomain: DEFAULT_ERROR_DOMAIN, logLevel: "info", issuerUrl },
+    { log: pino({ level: "info" }, sink), fastUnary },
+  );
+  return { app, lines };
+}
+
+function strip(h: http2.IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) if (k !== "date" && v !== undefined) out[k] = v as string | string[];
+  return out;
+}
+
+/**
+ * One raw call. `cancel`: the client resets the stream (CANCEL) after sending `body`.
+ * `untilTrailers`: the client resets the stream once the trailers arrived, for answers given
+ * before the whole request was read (an oversized upload): whether the server then resets or
+ * drains the unread rest is the listener's business (src/server/listener.ts), and that race,
+ * the same with and without the fast path, is not what this suite compares.
+ */
+function call(
+  server: Server,
+  p: string,
+  body: Buffer,
+  headers: Record<string, string> = {},
+  opts: { cancel?: boolean; untilTrailers?: boolean } = {},
+): Promise<WireResult> {
+  server.session ??= http2.connect(server.app.url);
+  const session = server.session;
+  return new Promise((resolve) => {
+    const req = session.request({
+      ":method": "POST",
+      ":path": p,
+      "content-type": "application/grpc",
+      te: "trailers",
+      authorization: `Bearer ${token}`,
+      ...headers,
+    });
+    let head: Record<string, string | string[]> = {};
+    let trailers: Record<string, string | string[]> = {};
+    const chunks: Buffer[] = [];
+    let error: string | undefined;
+    req.on("response", (h) => {
+      head = strip(h);
+    });
+    req.on("trailers", (h) => {
+      trailers = strip(h);
+      if (opts.untilTrailers) req.close(http2.constants.NGHTTP2_CANCEL);
+    });
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("error", (e: NodeJS.ErrnoException) => {
+      error = e.code;
+    });
+    req.on("close", () =>
+      resolve({ headers: head, body: Buffer.concat(chunks).toString("hex"), trailers, rstCode: req.rstCode, error }),
+    );
+    if (opts.cancel) {
+      req.write(body, () => setTimeout(() => req.close(http2.constants.NGHTTP2_CANCEL), 20));
+    } else {
+      req.end(body);
+    }
+  });
+}
+
+/** The call-log lines a request produced, without what always differs (time, pid, ms). */
+function logSince(server: Server, from: number) {
+  return server.lines.slice(from).map(({ time, pid, hostname, ms, ...rest }) => rest);
+}
+
+/** Sends the same request to both servers; expects the same wire result and log; returns it. */
+async function same(p: string, body: Buffer, headers: Record<string, string> = {}, opts = {}) {
+  const a0 = reference.lines.length;
+  const b0 = fast.lines.length;
+  const expected = await call(reference, p, body, headers, opts);
+  const actual = await call(fast, p, body, headers, opts);
+  expect(actual).toEqual(expected);
+  expect(logSince(fast, b0)).toEqual(logSince(reference, a0));
+  return expected;
+}
+
+function details(result: WireResult) {
+  const bin = result.trailers["grpc-status-details-bin"] as string;
+  return fromBinary(StatusSchema, Buffer.from(bin, "base64"));
+}
+
+const get = (uid: string) => envelope(Buffer.from(toBinary(GetGroupRequestSchema, create(GetGroupRequestSchema, { uid }))));
+
+beforeAll(async () => {
+  const seedDir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-fast-unary-"));
+  const copyDir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-fast-unary-"));
+  dataDirs = [seedDir, copyDir];
+  const issuer = "http://trellis.test";
+  const seeder = await start(seedDir, false, issuer);
+  token = await operatorToken(seedDir);
+  const created = await call(
+    seeder,
+    CREATE,
+    envelope(Buffer.from(toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "fast-unary org" } })))),
+  );
+  expect(created.trailers["grpc-status"]).toBe("0");
+  groupUid = fromBinary(GroupSchema, Buffer.from(created.body, "hex").subarray(5)).uid;
+  seeder.session?.close();
+  await seeder.app.close();
+  fs.cpSync(seedDir, copyDir, { recursive: true });
+  reference = await start(seedDir, false, issuer);
+  fast = await start(copyDir, true, issuer);
+});
+
+afterAll(async () => {
+  for (const s of [reference, fast]) {
+    s?.session?.close();
+    await s?.app.close();
+  }
+  for (const d of dataDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+describe("fast unary gRPC answers exactly as connect-node", () => {
+  it("a valid GetGroup", async () => {
+    const r = await same(GET, get(groupUid));
+    expect(r.trailers["grpc-status"]).toBe("0");
+    expect(fromBinary(GroupSchema, Buffer.from(r.body, "hex").subarray(5)).uid).toBe(groupUid);
+    expect(r.headers["content-type"]).toBe("application/grpc+proto");
+  });
+
+  it("application/grpc+proto", async () => {
+    await same(GET, get(groupUid), { "content-type": "application/grpc+proto" });
+  });
+
+  it("a group that does not exist: NOT_FOUND with ErrorInfo", async () => {
+    const r = await same(GET, get("0".repeat(40)));
+    expect(r.trailers["grpc-status"]).toBe("5");
+    expect(anyUnpack(details(r).details[0], ErrorInfoSchema)?.domain).toBe(DEFAULT_ERROR_DOMAIN);
+  });
+
+  it("a bad field value: INVALID_ARGUMENT with BadRequest field violations", async () => {
+    const r = await same(GET, get("not a uid"));
+    expect(r.trailers["grpc-status"]).toBe("3");
+    const bad = details(r).details.map((d) => anyUnpack(d, BadRequestSchema)).find((d) => d !== undefined);
+    expect(bad?.fieldViolations.length).toBeGreaterThan(0);
+  });
+
+  it("a bad CreateGroup leaves both answers (and the database) alike", async () => {
+    const body = envelope(Buffer.from(toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "" } }))));
+    const r = await same(CREATE, body);
+    expect(r.trailers["grpc-status"]).toBe("3");
+  });
+
+  it("unauthenticated: no token, and a forged one", async () => {
+    const none = await same(GET, get(groupUid), { authorization: "" });
+    expect(none.trailers["grpc-status"]).toBe("16");
+    const forged = await same(GET, get(groupUid), { authorization: "Bearer eyJhbGciOiJFUzI1NiJ9.e30.AAAA" });
+    expect(forged.trailers["grpc-status"]).toBe("16");
+  });
+
+  it("metadata and response compression negotiation (grpc-js's accept list, gzip, an unknown one)", async () => {
+    await same(GET, get(groupUid), { "x-request-id": "abc", "custom-bin": Buffer.from("hi").toString("base64") });
+    const gz = await same(GET, get(groupUid), { "grpc-accept-encoding": "identity,deflate,gzip" });
+    expect(gz.headers["grpc-encoding"]).toBe("gzip");
+    await same(GET, get(groupUid), { "grpc-accept-encoding": "br" });
+    await same(GET, get(groupUid), { "grpc-accept-encoding": "snappy" });
+    await same(GET, get(groupUid), { "grpc-encoding": "identity" });
+  });
+
+  it("deadlines: a normal one and one over the ceiling (connect-node handles both)", async () => {
+    await same(GET, get(groupUid), { "grpc-timeout": "5S" });
+    const over = await same(GET, get(groupUid), { "grpc-timeout": `${LIMITS.maxTimeoutMs + 1000}m` });
+    expect(over.trailers["grpc-status"]).not.toBe("0");
+  });
+
+  it("an oversized message (> 1 MiB) is refused alike", async () => {
+    const r = await same(GET, envelope(Buffer.alloc(LIMITS.maxMessageBytes + 1024, 0x41)), {}, { untilTrailers: true });
+    expect(r.trailers["grpc-status"]).toBe("8");
+  });
+
+  it("bodies that are not one clean message are handed to connect-node", async () => {
+    await same(GET, Buffer.from([0x0a, 0x7f, 0x01]).length ? envelope(Buffer.from([0x0a, 0x7f, 0x01])) : Buffer.alloc(0));
+    await same(GET, Buffer.alloc(0)); // no message
+    await same(GET, get(groupUid).subarray(0, 8)); // truncated
+    await same(GET, Buffer.concat([get(groupUid), get(groupUid)])); // two messages
+    const compressed = get(groupUid);
+    compressed[0] = 1;
+    await same(GET, compressed); // compressed flag without grpc-encoding
+    await same(GET, get(groupUid), { "grpc-encoding": "gzip" }); // claims gzip, sends plain bytes
+  });
+
+  it("other content types, methods and paths", async () => {
+    await same(GET, Buffer.from("{}"), { "content-type": "application/grpc+json" });
+    await same(`${SERVICE}/NoSuchMethod`, get(groupUid));
+    await same("/grpc.health.v1.Health/Check", envelope(Buffer.alloc(0)));
+  });
+
+  it("a cancelled call: no answer, no log line, and the session keeps working", async () => {
+    const half = get(groupUid);
+    const r = await same(GET, half.subarray(0, 4), {}, { cancel: true });
+    expect(r.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    const again = await same(GET, get(groupUid));
+    expect(again.trailers["grpc-status"]).toBe("0");
+  });
+});
+
+interface HttpResult {
+  readonly status: number;
+  readonly headers: Record<string, string | string[]>;
+  readonly body: string;
+}
+
+/** One Connect request over HTTP/1.1 (a fresh connection) or h2 (the server's session). */
+function connectCall(
+  server: Server,
+  version: "1.1" | "2",
+  p: string,
+  body: Buffer | string,
+  headers: Record<string, string> = {},
+  method = "POST",
+): Promise<HttpResult> {
+  const all: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
+  if (version === "2") {
+    server.session ??= http2.connect(server.app.url);
+    const session = server.session;
+    return new Promise((resolve, reject) => {
+      const req = session.request({ ":method": method, ":path": p, ...all });
+      let head: Record<string, string | string[]> = {};
+      let status = 0;
+      const chunks: Buffer[] = [];
+      req.on("response", (h) => {
+        status = Number(h[":status"]);
+        head = strip(h);
+        delete head[":status"];
+      });
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("error", reject);
+      req.on("close", () => resolve({ status, headers: head, body: Buffer.concat(chunks).toString("hex") }));
+      if (method === "GET") req.end();
+      else req.end(body);
+    });
+  }
+  const u = new URL(server.app.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, method, path: p, headers: all, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, headers: strip(res.headers), body: Buffer.concat(chunks).toString("hex") }),
+      );
+    });
+    req.on("error", reject);
+    if (method === "GET") req.end();
+    else req.end(body);
+  });
+}
+
+describe.each(["1.1", "2"] as const)("fast Connect unary over HTTP/%s answers exactly as connect-node", (version) => {
+  async function sameConnect(p: string, body: Buffer | string, headers: Record<string, string>, method = "POST") {
+    const a0 = reference.lines.length;
+    const b0 = fast.lines.length;
+    const expected = await connectCall(reference, version, p, body, headers, method);
+    const actual = await connectCall(fast, version, p, body, headers, method);
+    expect(actual).toEqual(expected);
+    expect(logSince(fast, b0)).toEqual(logSince(reference, a0));
+    return expected;
+  }
+  const json = { "content-type": "application/json", "connect-protocol-version": "1" };
+  const proto = { "content-type": "application/proto", "connect-protocol-version": "1" };
+  const protoGet = (uid: string) => get(uid).subarray(5);
+  const text = (r: HttpResult) => Buffer.from(r.body, "hex").toString("utf8");
+
+  it("valid GetGroup in JSON and in binary", async () => {
+    const j = await sameConnect(GET, JSON.stringify({ uid: groupUid }), json);
+    expect(j.status).toBe(200);
+    expect(JSON.parse(text(j)).uid).toBe(groupUid);
+    const b = await sameConnect(GET, protoGet(groupUid), proto);
+    expect(fromBinary(GroupSchema, Buffer.from(b.body, "hex")).uid).toBe(groupUid);
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { "content-type": "application/json" }); // no version header
+  });
+
+  it("errors from the pipeline: not found, bad field value (details), bad CreateGroup", async () => {
+    const nf = await sameConnect(GET, JSON.stringify({ uid: "0".repeat(40) }), json);
+    expect(nf.status).toBe(404);
+    expect(JSON.parse(text(nf)).details.length).toBeGreaterThan(0);
+    const bad = await sameConnect(GET, protoGet("not a uid"), proto);
+    expect(JSON.parse(text(bad)).code).toBe("invalid_argument");
+    await sameConnect(CREATE, JSON.stringify({ group: { name: "" } }), json);
+  });
+
+  it("unauthenticated: no token, and a forged one", async () => {
+    const none = await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, authorization: "" });
+    expect(none.status).toBe(401);
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, authorization: "Bearer x.y.z" });
+  });
+
+  it("metadata, response compression and request encodings", async () => {
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "x-request-id": "abc" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "accept-encoding": "gzip, br" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "content-encoding": "identity" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "content-encoding": "gzip" }); // a lie: connect-node
+  });
+
+  it("what connect-node keeps: deadlines, bad version, GET, unknown fields, undecodable, oversized", async () => {
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-timeout-ms": "5000" });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-timeout-ms": String(LIMITS.maxTimeoutMs + 1000) });
+    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-protocol-version": "2" });
+    const q = `?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ uid: groupUid }))}`;
+    await sameConnect(`${GET}${q}`, "", {}, "GET");
+    const unknown = await sameConnect(GET, JSON.stringify({ uid: groupUid, nope: 1 }), json);
+    expect(unknown.status).toBe(400);
+    await sameConnect(GET, "{not json", json);
+    await sameConnect(GET, Buffer.from([0x0a, 0x7f, 0x01]), proto);
+    await sameConnect(GET, "", json);
+    const huge = JSON.stringify({ uid: "x".repeat(LIMITS.maxMessageBytes) });
+    await sameConnect(GET, huge, json); // HTTP/1.1: with content-length
+    if (version === "1.1") await sameConnect(GET, huge, { ...json, "transfer-encoding": "chunked" }); // found while reading
+    await sameConnect(`${SERVICE}/NoSuchMethod`, "{}", json);
+    await sameConnect(GET, "{}", { "content-type": "application/connect+json" });
+  });
+});
