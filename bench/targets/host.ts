@@ -85,7 +85,8 @@ async function start(): Promise<string> {
     case "trellis": {
       const app = await startApp(
         { host: "127.0.0.1", port: 0, dataDir: required(config.dataDir), errorDomain: DEFAULT_ERROR_DOMAIN, logLevel: "info" },
-        { log: log() },
+        // TRELLIS_BENCH_FAST_UNARY=0 measures the same build with every RPC through connect-node.
+        { log: log(), fastUnary: process.env.TRELLIS_BENCH_FAST_UNARY !== "0" },
       );
       return app.url;
     }
