@@ -26,6 +26,7 @@ import { registerHealth } from "./health.js";
 import { listen } from "./listener.js";
 import { createFastConnectUnary } from "./fast-unary/connect.js";
 import { createFastGrpcUnary } from "./fast-unary/grpc.js";
+import { createFastGrpcWebUnary } from "./fast-unary/grpc-web.js";
 import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
@@ -49,8 +50,9 @@ export interface AppOverrides {
   /** Overrides of the pinned transport limits (tests prove each one with short values). */
   readonly limits?: Partial<Limits>;
   /**
-   * false: every gRPC call goes through connect-node (the differential tests compare both);
-   * default true: plain unary gRPC calls take the lean path (src/server/fast-unary/).
+   * false: every gRPC, gRPC-web and Connect call goes through connect-node (the differential
+   * tests compare both); default true: plain unary calls take the lean path
+   * (src/server/fast-unary/).
    */
   readonly fastUnary?: boolean;
 }
@@ -124,7 +126,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     });
 
     const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true };
-    // Plain unary gRPC and Connect calls take a lean path to the same wrapped implementations
+    // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped implementations
     // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
     // goes to connect-node.
     const fastOptions = {
@@ -135,6 +137,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     };
     const fastGrpc = overrides.fastUnary === false ? undefined : createFastGrpcUnary(fastOptions);
     const fastConnect = overrides.fastUnary === false ? undefined : createFastConnectUnary(fastOptions);
+    const fastGrpcWeb = overrides.fastUnary === false ? undefined : createFastGrpcWebUnary(fastOptions);
     const connectHandler = connectNodeAdapter({
       routes(router) {
         for (const { service, impl } of wrapped) router.service(service, impl);
@@ -173,7 +176,9 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           toConnect();
           return;
         }
-        if (rpcProtocolOf(req) === "connect" && fastConnect?.(req, res, () => connectHandler(req, res))) {
+        const protocol = rpcProtocolOf(req);
+        const fast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
+        if (fast?.(req, res, () => connectHandler(req, res))) {
           // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
           conformProtocolErrors(req, res, config.errorDomain);
           return;

@@ -11,7 +11,8 @@
  * `res.writeHead` / `addTrailers` / `end` calls connect-node's adapter makes, so the response
  * passes through the same conformProtocolErrors patch and is byte-for-byte what connect-node
  * sends (test/server/fast-unary.test.ts proves it request by request, with the fast path on
- * and off). connect.ts does the same for Connect unary; shared.ts holds what they share.
+ * and off). connect.ts and grpc-web.ts do the same for Connect and gRPC-web unary; shared.ts
+ * holds what they share.
  *
  * Anything else falls through to connect-node, which stays the reference: HTTP/1.1, a content
  * type other than application/grpc or application/grpc+proto, a compressed request
@@ -22,17 +23,14 @@
  * bytes already read are replayed to connect-node, which then gives its usual answer.
  */
 import type http2 from "node:http2";
-import { create, isMessage } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { compressionNegotiate } from "@connectrpc/connect/protocol";
 import {
   ACCEPT_COMPRESSION,
-  COMPRESS_MIN_BYTES,
   type Compression,
   createLeanContext,
   type FastUnaryOptions,
-  readBody,
+  invokeForFrame,
+  readEnvelopedMessage,
   type Route,
   single,
   toNodeHeaders,
@@ -58,31 +56,11 @@ export function createFastGrpcUnary(options: FastUnaryOptions) {
     const route = routes.get(req.url);
     if (route === undefined) return false;
     const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "grpc-accept-encoding"), "grpc-accept-encoding");
-    readBody(
-      req,
-      // connect-node refuses as soon as the envelope header announces an oversized message.
-      (chunks, length) => length >= 5 && firstEnvelopeLength(chunks) > max,
-      (body) => {
-        if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) return false;
-        let input: unknown;
-        try {
-          input = route.serialization.getI(true).parse(body.subarray(5));
-        } catch {
-          return false;
-        }
-        void invoke(route, input, req, res, compression.response, options.shutdownSignal);
-        return true;
-      },
-      fallback,
-    );
+    readEnvelopedMessage(req, route, max, (input) => {
+      void invoke(route, input, req, res, compression.response, options.shutdownSignal);
+    }, fallback);
     return true;
   };
-}
-
-/** The payload length in the first envelope header (the chunks hold at least 5 bytes). */
-function firstEnvelopeLength(chunks: Buffer[]): number {
-  const head = chunks[0].length >= 5 ? chunks[0] : Buffer.concat(chunks).subarray(0, 5);
-  return head.readUInt32BE(1);
 }
 
 async function invoke(
@@ -104,22 +82,7 @@ async function invoke(
     { "grpc-status": "0" },
   );
   if (!context) throw new Error("unreachable: authority checked");
-  if (responseCompression) context.responseHeader.set("grpc-encoding", responseCompression.name);
-  let frame: Uint8Array | undefined;
-  try {
-    const out = await route.impl(input, context);
-    const message = isMessage(out, route.method.output) ? out : create(route.method.output, out as never);
-    const data = route.serialization.getO(true).serialize(message);
-    const env = await envelopeCompress({ flags: 0, data }, responseCompression, COMPRESS_MIN_BYTES);
-    frame = encodeEnvelope(env.flags, env.data);
-  } catch (err) {
-    setTrailerStatus(
-      context.responseTrailer,
-      err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
-    );
-  } finally {
-    context.cleanup();
-  }
+  const frame = await invokeForFrame(route, input, context, responseCompression);
   // The same calls, in the same order, as connect-node's universalResponseToNodeResponse.
   if (res.closed || res.stream.destroyed) return;
   res.writeHead(200, toNodeHeaders(context.responseHeader));

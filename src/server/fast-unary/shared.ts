@@ -5,14 +5,17 @@
  */
 import type http from "node:http";
 import type http2 from "node:http2";
-import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
-import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { create, type DescMessage, type DescMethod, isMessage } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import {
   createLinkedAbortController,
   createMethodSerializationLookup,
+  encodeEnvelope,
+  envelopeCompress,
   type MethodSerializationLookup,
 } from "@connectrpc/connect/protocol";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 
 export type Unary = (request: unknown, context: HandlerContext) => unknown;
 export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -90,6 +93,43 @@ export function readBody(
   };
   req.on("data", onData);
   req.on("end", onEnd);
+}
+
+/**
+ * Reads a gRPC or gRPC-web request body that must be exactly one uncompressed enveloped
+ * message within `max` bytes, and hands its decoded input to `onMessage`. Anything else
+ * (oversized — refused by connect-node as soon as the envelope header announces it — truncated,
+ * two messages, the compressed flag, undecodable bytes) is replayed to connect-node.
+ */
+export function readEnvelopedMessage(
+  req: NodeRequest,
+  route: Route,
+  max: number,
+  onMessage: (input: unknown) => void,
+  fallback: () => void,
+): void {
+  readBody(
+    req,
+    (chunks, length) => length >= 5 && firstEnvelopeLength(chunks) > max,
+    (body) => {
+      if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) return false;
+      let input: unknown;
+      try {
+        input = route.serialization.getI(true).parse(body.subarray(5));
+      } catch {
+        return false;
+      }
+      onMessage(input);
+      return true;
+    },
+    fallback,
+  );
+}
+
+/** The payload length in the first envelope header (the chunks hold at least 5 bytes). */
+function firstEnvelopeLength(chunks: Buffer[]): number {
+  const head = chunks[0].length >= 5 ? chunks[0] : Buffer.concat(chunks).subarray(0, 5);
+  return head.readUInt32BE(1);
 }
 
 /**
@@ -190,4 +230,33 @@ export function toNodeHeaders(headers: Headers): Record<string, string> {
 export function single(req: NodeRequest, name: string): string | null {
   const v = req.headers[name];
   return typeof v === "string" ? v : null;
+}
+
+/**
+ * gRPC and gRPC-web: calls the wrapped implementation and returns the response's data frame
+ * (compressed as negotiated), or undefined after setting the error status in the context's
+ * trailers — what connect-node's envelope pipeline does for one unary message.
+ */
+export async function invokeForFrame(
+  route: Route,
+  input: unknown,
+  context: LeanContext,
+  responseCompression: Compression | null,
+): Promise<Uint8Array | undefined> {
+  if (responseCompression) context.responseHeader.set("grpc-encoding", responseCompression.name);
+  try {
+    const out = await route.impl(input, context);
+    const message = isMessage(out, route.method.output) ? out : create(route.method.output, out as never);
+    const data = route.serialization.getO(true).serialize(message);
+    const env = await envelopeCompress({ flags: 0, data }, responseCompression, COMPRESS_MIN_BYTES);
+    return encodeEnvelope(env.flags, env.data);
+  } catch (err) {
+    setTrailerStatus(
+      context.responseTrailer,
+      err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
+    );
+    return undefined;
+  } finally {
+    context.cleanup();
+  }
 }
