@@ -13,6 +13,7 @@
  *                      the two peers;
  *                      writes <out dir>/profiles/<id>.cpuprofile, prints the top self-time frames
  *   --out FILE         JSON results (default bench/results/latest.json)
+ *   --help             print this text
  *
  * Every target (Trellis, the grpc-js peer, bare node:http/http2, raw SQLite) is a child
  * process pinned to CPU 0; wrk/h2load run pinned to CPU 1. Server CPU per request comes from
@@ -64,8 +65,15 @@ const { values: flags } = parseArgs({
     only: { type: "string" },
     profile: { type: "boolean", default: false },
     out: { type: "string", default: path.join(ROOT, "bench/results/latest.json") },
+    help: { type: "boolean", default: false },
   },
 });
+if (flags.help) {
+  // The usage is this file's header comment, so the two cannot drift apart.
+  const header = /\/\*\*\n([\s\S]*?)\*\//.exec(fs.readFileSync(fileURLToPath(import.meta.url), "utf8"))?.[1] ?? "";
+  process.stdout.write(`${header.replace(/^ \* ?/gm, "")}\nscenario ids (--only): see the \`id:\` fields in bench/scenarios.ts\n`);
+  process.exit(0);
+}
 const quick = flags.quick === true;
 const RUNS = Number(flags.runs ?? (quick ? 1 : 3));
 const SECONDS = Number(flags.seconds ?? (quick ? 1 : 8));

@@ -15,7 +15,9 @@
  *   results, so a `skip` equal to the one that produced the token is treated as already
  *   applied; a different value skips forward again from the cursor.
  * - total_count: counted once on the first page of a chain and carried in the token, so
- *   following pages never re-count (it is the count as of the first page).
+ *   following pages never re-count (it is the count as of the first page). The store also
+ *   remembers each count until the database next changes (src/store/count-cache.ts), so a
+ *   first page repeated over unchanged data does not count again either.
  */
 import { createHash } from "node:crypto";
 import { invalidField } from "../errors/api-error.js";

@@ -8,6 +8,7 @@
  */
 import { count, eq, type SQL, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
@@ -169,8 +170,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     },
 
     async count(filter) {
-      const r = db.select({ n: count() }).from(accountAssociations).where(where(filter)).get();
-      return r?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(accountAssociations).where(where(filter)));
     },
   };
 }

@@ -9,6 +9,7 @@
  * No proto types enter here: an event's oneof content is an opaque JSON `body`.
  */
 import { and, count, eq, inArray, or, type SQL, sql } from "drizzle-orm";
+import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireGroup } from "./references.js";
@@ -322,7 +323,7 @@ export function createAdvisoriesRepository(db: Db): AdvisoriesRepository {
     },
 
     async count(filter) {
-      return db.select({ n: count() }).from(advisories).where(advisoryListWhere(db, filter)).get()?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(advisories).where(advisoryListWhere(db, filter)));
     },
   };
 }

@@ -11,6 +11,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
@@ -169,8 +170,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
     },
 
     async count(filter) {
-      const r = db.select({ n: count() }).from(groupInvites).where(where(filter)).get();
-      return r?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(groupInvites).where(where(filter)));
     },
 
     async redeemInvite(code, identityUid, now) {

@@ -8,6 +8,7 @@
 import { and, asc, count, eq, isNull, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
 import { builtInRoleUid } from "./builtin-roles.js";
+import { countCacheFor } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import {
   allOf,
@@ -139,6 +140,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
   const filterShape = (f: GroupListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
   const listStmts = statementCache<{ all(values: Record<string, unknown>): GroupRecord[] }>();
   const countStmts = statementCache<{ get(values: Record<string, unknown>): { n: number } | undefined }>();
+  const counts = countCacheFor(db);
 
   const verifiedRootStmt = db
     .select()
@@ -256,8 +258,10 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     async count(filter) {
       const p = placeholders();
       const filterSql = where(filter, p.bind);
-      const stmt = countStmts(filterShape(filter), () => db.select({ n: count() }).from(groups).where(filterSql).prepare());
-      return stmt.get(p.values)?.n ?? 0;
+      const shape = filterShape(filter);
+      const stmt = countStmts(shape, () => db.select({ n: count() }).from(groups).where(filterSql).prepare());
+      // The shape fixes the SQL text and the values complete it: together they name the query.
+      return counts.count(`groups|${shape}|${JSON.stringify(p.values)}`, () => stmt.get(p.values)?.n ?? 0);
     },
 
     async listAll(filter, max) {

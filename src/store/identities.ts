@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto";
 import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
@@ -262,8 +263,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async count(filter) {
-      const r = db.select({ n: count() }).from(identities).where(where(filter)).get();
-      return r?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(identities).where(where(filter)));
     },
 
     async updateMetadata(uid, changes, now) {

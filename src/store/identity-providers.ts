@@ -9,6 +9,7 @@
  */
 import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
@@ -181,8 +182,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
     },
 
     async count(filter) {
-      const r = db.select({ n: count() }).from(identityProviders).where(where(filter)).get();
-      return r?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(identityProviders).where(where(filter)));
     },
 
     async clientSecret(uid) {

@@ -7,6 +7,7 @@
  */
 import { and, count, eq, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireGroup } from "./references.js";
@@ -189,7 +190,7 @@ export function createReposRepository(db: Db): ReposRepository {
     },
 
     async count(filter) {
-      return db.select({ n: count() }).from(repos).where(where(filter)).get()?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(repos).where(where(filter)));
     },
 
     async listAll(filter, max) {

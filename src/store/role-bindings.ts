@@ -17,6 +17,7 @@
  */
 import { and, count, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
@@ -209,8 +210,7 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
     },
 
     async count(filter) {
-      const r = db.select({ n: count() }).from(roleBindings).where(where(filter)).get();
-      return r?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(roleBindings).where(where(filter)));
     },
 
     async grantsOf(identityUid) {

@@ -11,6 +11,7 @@ import { count, eq, or, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
@@ -177,8 +178,7 @@ export function createRolesRepository(db: Db): RolesRepository {
     },
 
     async count(filter) {
-      const r = db.select({ n: count() }).from(roles).where(where(filter)).get();
-      return r?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(roles).where(where(filter)));
     },
   };
 }

@@ -7,6 +7,7 @@
  */
 import { and, count, eq, gte, inArray, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
+import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireRepo, type UpsertOutcome } from "./repos.js";
@@ -152,7 +153,7 @@ export function createTagsRepository(db: Db): TagsRepository {
     },
 
     async count(filter) {
-      return db.select({ n: count() }).from(tags).where(tagListWhere(filter)).get()?.n ?? 0;
+      return cachedCount(db, db.select({ n: count() }).from(tags).where(tagListWhere(filter)));
     },
 
     async listAll(filter, max) {
