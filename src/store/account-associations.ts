@@ -9,7 +9,8 @@
 import { count, eq, type SQL, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
 import { cachedCount } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
@@ -112,7 +113,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     },
 
     async create(association, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireGroup(tx, association.groupUid);
         const existing = tx
           .select({ uid: accountAssociations.uid })
@@ -140,7 +141,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     },
 
     async update(uid, plan, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const existing = tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).get();
         if (!existing) throw notFound("account association", uid);
         const { providers, ...own } = plan(toRecord(existing));
@@ -152,7 +153,9 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     },
 
     async delete(uid) {
-      db.delete(accountAssociations).where(eq(accountAssociations.uid, uid)).run();
+      await groupCommit(db, (tx) => {
+        tx.delete(accountAssociations).where(eq(accountAssociations.uid, uid)).run();
+      });
     },
 
     async list(filter, page) {

@@ -12,8 +12,9 @@
  * Reading both is one prepared statement (~3 µs). Any write to any table invalidates every
  * entry: simple and safe; a write-heavy workload simply counts as it did before.
  *
- * Counts run outside write transactions (better-sqlite3 is synchronous, and writeTransaction
- * never yields), so no entry can capture uncommitted rows.
+ * Counts run outside write transactions (better-sqlite3 is synchronous, and neither
+ * writeTransaction nor a group-commit batch ever yields mid-transaction), so no entry can
+ * capture uncommitted rows.
  */
 import type { Db } from "./db.js";
 

@@ -7,7 +7,8 @@
  *   silently reports NORMAL with this build of SQLite: a revocation lost to a power cut would
  *   re-grant access.
  * - foreign_keys=ON (asserted), a short busy_timeout (the wait blocks the event loop).
- * - Write transactions are BEGIN IMMEDIATE (see `writeTransaction`).
+ * - Write transactions are BEGIN IMMEDIATE (see `writeTransaction`); the API's writes share
+ *   them with the writes that arrive in the same turn of the event loop (group-commit.ts).
  * A lock file refuses a second server on the same data directory, and a file that fails
  * `PRAGMA quick_check` is refused at start-up (reliability.md F11) rather than served.
  */
@@ -17,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { flushGroupCommit } from "./group-commit.js";
 import * as schema from "./schema.js";
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
@@ -90,6 +92,7 @@ export function openDatabase(dataDir: string, options: OpenDatabaseOptions = {})
       file,
       close() {
         try {
+          flushGroupCommit(db); // writes still queued in this turn are committed, not dropped
           sqlite.pragma("wal_checkpoint(TRUNCATE)");
           sqlite.close();
         } finally {

@@ -6,7 +6,8 @@
  */
 import { and, eq } from "drizzle-orm";
 import { notFound, resourceExhausted } from "../errors/api-error.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import { groupAccessRequests, identities } from "./schema.js";
 
@@ -32,7 +33,7 @@ export function createGroupAccessRequestsRepository(db: Db): GroupAccessRequests
 
   return {
     async record(groupUid, identityUid, now) {
-      writeTransaction(db, (tx) => {
+      await groupCommit(db, (tx) => {
         requireGroup(tx, groupUid);
         if (!tx.select({ uid: identities.uid }).from(identities).where(eq(identities.uid, identityUid)).get()) {
           throw notFound("identity", identityUid);

@@ -12,7 +12,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { and, count, eq, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { cachedCount } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
@@ -128,7 +129,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
     },
 
     async create(invite, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireGroup(tx, invite.parentUid);
         requireAssignableRole(tx, invite.roleUid, invite.parentUid, "role_uid");
         const keyId = randomBytes(KEY_ID_LENGTH / 2).toString("hex");
@@ -174,7 +175,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
     },
 
     async redeemInvite(code, identityUid, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const invite = tx
           .select()
           .from(groupInvites)

@@ -9,7 +9,8 @@ import { and, asc, count, eq, isNull, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
 import { builtInRoleUid } from "./builtin-roles.js";
 import { countCacheFor } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import {
   allOf,
   type Bind,
@@ -160,7 +161,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     },
 
     async create(group, now, ownerIdentityUid) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         if (ownerIdentityUid !== undefined) {
           // Only a user identity (a root: a person) founds an organization; an assumable
           // identity belongs to its own group and may not be bound outside its tree.
@@ -201,7 +202,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     },
 
     async update(uid, changes, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const existing = tx.select().from(groups).where(eq(groups.uid, uid)).get();
         if (!existing) throw notFound("group", uid);
         const { kind, ...own } = changes;
@@ -221,7 +222,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     },
 
     async delete(uid) {
-      writeTransaction(db, (tx) => {
+      await groupCommit(db, (tx) => {
         const existing = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).get();
         if (!existing) throw notFound("group", uid);
         for (const child of CHILD_KINDS) {

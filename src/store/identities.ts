@@ -13,7 +13,8 @@ import { createHash } from "node:crypto";
 import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import { cachedCount } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
@@ -205,7 +206,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async create(identity, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireGroup(tx, identity.parentUid);
         const row: IdentityRow = {
           uid: newUidp(identity.parentUid),
@@ -227,7 +228,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async update(uid, plan, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (!existing) throw notFound("identity", uid);
         const { relationship, ...own } = plan(toRecord(existing));
@@ -240,7 +241,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async delete(uid) {
-      writeTransaction(db, (tx) => {
+      await groupCommit(db, (tx) => {
         tx.delete(roleBindings).where(eq(roleBindings.identityUid, uid)).run();
         const result = tx.delete(identities).where(eq(identities.uid, uid)).run();
         // Nothing was written when the identity did not exist (it had no bindings either).
@@ -267,7 +268,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async updateMetadata(uid, changes, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (!existing) throw notFound("identity", uid);
         const metadata = { ...parseMetadata(existing.metadata), ...changes.metadata };
@@ -278,7 +279,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async findOrCreateUser(user, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const uid = userIdentityUid(user.issuer, user.subject);
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (existing) {

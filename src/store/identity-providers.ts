@@ -10,7 +10,8 @@
 import { count, eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import { cachedCount } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
@@ -125,7 +126,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
     },
 
     async create(provider, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireGroup(tx, provider.parentUid);
         requireAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
         const row: IdentityProviderRow = {
@@ -144,7 +145,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
     },
 
     async update(uid, plan, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const existing = tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get();
         if (!existing) throw notFound("identity provider", uid);
         const current = toRecord(existing);

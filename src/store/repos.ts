@@ -8,7 +8,8 @@
 import { and, count, eq, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
 import { cachedCount } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireGroup } from "./references.js";
 import { type RepoRow, repos, tags } from "./schema.js";
@@ -147,7 +148,7 @@ export function createReposRepository(db: Db): ReposRepository {
     },
 
     async create(parentUid, fields, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireGroup(tx, parentUid);
         if (findRepoByName(tx, parentUid, fields.name)) throw nameTaken(fields.name);
         return upsertRepoInTx(tx, parentUid, fields, now).row;
@@ -155,7 +156,7 @@ export function createReposRepository(db: Db): ReposRepository {
     },
 
     async update(uid, changes, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const existing = requireRepo(tx, uid);
         if (changes.name !== undefined && changes.name !== existing.name) {
           if (findRepoByName(tx, existing.parentUid, changes.name)) throw nameTaken(changes.name);
@@ -169,7 +170,7 @@ export function createReposRepository(db: Db): ReposRepository {
     },
 
     async delete(uid) {
-      writeTransaction(db, (tx) => {
+      await groupCommit(db, (tx) => {
         requireRepo(tx, uid);
         tx.delete(tags).where(eq(tags.repoUid, uid)).run();
         tx.delete(repos).where(eq(repos.uid, uid)).run();

@@ -18,7 +18,8 @@
 import { and, count, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
 import { cachedCount } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
@@ -161,7 +162,7 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
     },
 
     async create(groupUid, bindings, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireGroup(tx, groupUid);
         const violations = bindings.flatMap((b) => referenceViolations(tx, groupUid, b));
         if (violations.length > 0) throw invalidArgument(violations);
@@ -175,7 +176,7 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
     },
 
     async update(uid, changes, fields) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         const existing = tx.select().from(roleBindings).where(eq(roleBindings.uid, uid)).get();
         if (!existing) throw notFound("role binding", uid);
         const next = {
@@ -195,7 +196,9 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
     },
 
     async delete(uid) {
-      db.delete(roleBindings).where(eq(roleBindings.uid, uid)).run();
+      await groupCommit(db, (tx) => {
+        tx.delete(roleBindings).where(eq(roleBindings.uid, uid)).run();
+      });
     },
 
     async list(filter, page) {

@@ -13,6 +13,7 @@ import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
 import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
@@ -122,7 +123,7 @@ export function createRolesRepository(db: Db): RolesRepository {
     },
 
     async create(role, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireGroup(tx, role.parentUid);
         const row: RoleRow = {
           uid: newUidp(role.parentUid),
@@ -140,7 +141,7 @@ export function createRolesRepository(db: Db): RolesRepository {
     },
 
     async update(uid, changes, now) {
-      return writeTransaction(db, (tx) => {
+      return groupCommit(db, (tx) => {
         requireCustomRole(tx, uid, "update");
         const { capabilities, ...own } = changes;
         tx.update(roles)
@@ -152,7 +153,7 @@ export function createRolesRepository(db: Db): RolesRepository {
     },
 
     async delete(uid) {
-      writeTransaction(db, (tx) => {
+      await groupCommit(db, (tx) => {
         requireCustomRole(tx, uid, "delete");
         for (const use of USES) {
           if (tx.select({ one: sql`1` }).from(use.table).where(eq(use.column, uid)).limit(1).get()) {

@@ -8,7 +8,8 @@
 import { and, count, eq, gte, inArray, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import { cachedCount } from "./count-cache.js";
-import { type Db, writeTransaction } from "./db.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
 import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
 import { requireRepo, type UpsertOutcome } from "./repos.js";
 import { type TagRow, tags } from "./schema.js";
@@ -128,11 +129,11 @@ export function createTagsRepository(db: Db): TagsRepository {
     },
 
     async upsert(repoUid, fields, now) {
-      return writeTransaction(db, (tx) => upsertTagInTx(tx, repoUid, fields, now).row);
+      return groupCommit(db, (tx) => upsertTagInTx(tx, repoUid, fields, now).row);
     },
 
     async delete(uid) {
-      writeTransaction(db, (tx) => {
+      await groupCommit(db, (tx) => {
         const found = tx.select({ uid: tags.uid }).from(tags).where(eq(tags.uid, uid)).get();
         if (!found) throw notFound("tag", uid);
         tx.delete(tags).where(eq(tags.uid, uid)).run();

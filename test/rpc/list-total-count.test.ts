@@ -10,13 +10,13 @@
  */
 import Database from "better-sqlite3";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
-import { startTestApp, type TestApp } from "../support/app.js";
+import { fileTestApp } from "../support/app.js";
 import { createUserIdentity } from "../support/auth.js";
 import { rest } from "../support/rest.js";
-import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+import { rpcTransports } from "../support/transports.js";
 
 interface Door {
   readonly name: string;
@@ -74,14 +74,7 @@ const restDoor: Door = {
   },
 };
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  closeGrpcClients();
-  await t.close();
-});
+const t = fileTestApp();
 
 describe.each([...rpcTransports.map(rpcDoor), restDoor])("total_count with cached counts over $name", (door) => {
   let org: string;

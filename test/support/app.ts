@@ -6,10 +6,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
+import { afterAll, beforeAll } from "vitest";
 import { DEFAULT_ERROR_DOMAIN, type Limits, type ServerConfig } from "../../src/server/config.js";
 import { type App, startApp } from "../../src/server/create-app.js";
 import { databaseFile } from "../../src/store/db.js";
 import { operatorToken, setDefaultToken } from "./auth.js";
+import { closeGrpcClients } from "./transports.js";
 
 export interface TestApp {
   readonly app: App;
@@ -55,5 +57,44 @@ export async function startTestApp(
       await app.close();
       if (!config.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * One server for a whole test file: started in beforeAll, closed (with the cached grpc-js
+ * channels) in afterAll. The returned object reads through to it, so it can be a `const` at
+ * the top of the file; touching it before beforeAll ran throws.
+ */
+export function fileTestApp(config: Partial<ServerConfig> = {}, limits: Partial<Limits> = {}): TestApp {
+  let started: TestApp | undefined;
+  beforeAll(async () => {
+    started = await startTestApp(config, limits);
+  });
+  afterAll(async () => {
+    closeGrpcClients();
+    await started?.close();
+  });
+  const get = (): TestApp => {
+    if (!started) throw new Error("the file's test app starts in beforeAll");
+    return started;
+  };
+  return {
+    get app() {
+      return get().app;
+    },
+    get url() {
+      return get().url;
+    },
+    get dataDir() {
+      return get().dataDir;
+    },
+    get dbFile() {
+      return get().dbFile;
+    },
+    get token() {
+      return get().token;
+    },
+    advanceClock: (ms) => get().advanceClock(ms),
+    close: () => get().close(),
   };
 }

@@ -1,0 +1,93 @@
+/**
+ * Concurrent writes through every door, as group commit (src/store/group-commit.ts) sees them
+ * in production: many requests arriving together, some of which must fail inside the shared
+ * transaction. Each request gets its own answer, and the database ends up holding exactly the
+ * writes that were reported as successful. (That they did share transactions is asserted at
+ * the store level, test/store/group-commit.test.ts, which can count COMMITs.)
+ */
+import { ConnectError, createClient } from "@connectrpc/connect";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { fileTestApp } from "../support/app.js";
+import { rest } from "../support/rest.js";
+import { rpcTransports } from "../support/transports.js";
+
+type Outcome = { ok: true; uid: string } | { ok: false; code: number; reason: string | undefined };
+
+interface Door {
+  readonly name: string;
+  create(parent: string, name: string): Promise<Outcome>;
+  remove(uid: string): Promise<Outcome>;
+}
+
+function rpcDoor(transport: (typeof rpcTransports)[number]): Door {
+  const client = () => createClient(GroupsService, transport.create(t.url));
+  const settle = async (p: Promise<{ uid?: string }>): Promise<Outcome> => {
+    try {
+      return { ok: true, uid: (await p).uid ?? "" };
+    } catch (err) {
+      if (!(err instanceof ConnectError)) throw err;
+      return { ok: false, code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason };
+    }
+  };
+  return {
+    name: transport.name,
+    create: (parent, name) => settle(client().createGroup({ parent, group: { name } })),
+    remove: (uid) => settle(client().deleteGroup({ uid }).then(() => ({ uid }))),
+  };
+}
+
+const restDoor: Door = {
+  name: "rest",
+  async create(parent, name) {
+    const r = await rest(t.url, "POST", `/iam/v2beta1/groups/${parent}`, { name });
+    return r.status === 200 ? { ok: true, uid: r.body.uid } : { ok: false, code: r.body.code, reason: r.body.details?.[0]?.reason };
+  },
+  async remove(uid) {
+    const r = await rest(t.url, "DELETE", `/iam/v2beta1/groups/${uid}`);
+    return r.status === 200 ? { ok: true, uid } : { ok: false, code: r.body.code, reason: r.body.details?.[0]?.reason };
+  },
+};
+
+const t = fileTestApp();
+
+const slug = (s: string) => s.replace(/[^a-z0-9]+/g, "-");
+
+describe.each([...rpcTransports.map(rpcDoor), restDoor])("concurrent writes over $name", (door) => {
+  it("each of 40 simultaneous writes gets its own answer, and only the successful ones are stored", async () => {
+    const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: `batch-${slug(door.name)}` })).body.uid as string;
+    const busy = (await door.create(org, "has-a-child")) as { uid: string };
+    await door.create(busy.uid, "the-child");
+    const missingParent = "0".repeat(16);
+
+    const calls: { expect: "ok" | number; run: () => Promise<Outcome> }[] = [];
+    for (let i = 0; i < 40; i++) {
+      if (i % 10 === 3) calls.push({ expect: 5, run: () => door.create(`${org}/${missingParent}`, `lost-${i}`) }); // NOT_FOUND
+      else if (i % 10 === 7) calls.push({ expect: 9, run: () => door.remove(busy.uid) }); // FAILED_PRECONDITION: not empty
+      else calls.push({ expect: "ok", run: () => door.create(org, `folder-${i}`) });
+    }
+    const outcomes = await Promise.all(calls.map((c) => c.run()));
+
+    outcomes.forEach((o, i) => {
+      const want = calls[i]?.expect;
+      if (want === "ok") expect(o, `call ${i}`).toMatchObject({ ok: true });
+      else expect(o, `call ${i}`).toMatchObject({ ok: false, code: want });
+    });
+    const created = outcomes.filter((o): o is { ok: true; uid: string } => o.ok).map((o) => o.uid);
+    expect(created).toHaveLength(32);
+
+    const db = new Database(t.dbFile, { readonly: true });
+    try {
+      const stored = (db.prepare("SELECT uid, name FROM groups WHERE parent_uid = ? ORDER BY uid").all(org) as { uid: string; name: string }[])
+        .filter((r) => r.name.startsWith("folder-"))
+        .map((r) => r.uid);
+      expect(stored).toEqual([...created].sort());
+      expect(db.prepare("SELECT count(*) AS n FROM groups WHERE name LIKE 'lost-%'").get()).toEqual({ n: 0 });
+      expect(db.prepare("SELECT count(*) AS n FROM groups WHERE uid = ?").get(busy.uid)).toEqual({ n: 1 });
+    } finally {
+      db.close();
+    }
+  });
+});
