@@ -173,5 +173,6 @@ export function rawScenarios(input: ScenarioInput): RawScenario[] {
       },
     },
     { id: "raw-insert", title: "raw SQLite INSERT, autocommit, synchronous=FULL", task: { kind: "insert-full" } },
+    { id: "raw-auth", title: "auth hooks alone, verified operator token (per call)", task: { kind: "auth-hooks" } },
   ];
 }

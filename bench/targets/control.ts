@@ -26,7 +26,9 @@ export type ControlRequest =
 /** In-process ceilings measured by the `raw` target (see raw.ts). */
 export type RawTask =
   | { readonly kind: "query-json"; readonly sql: string; readonly params: readonly (string | number)[] }
-  | { readonly kind: "insert-full" };
+  | { readonly kind: "insert-full" }
+  /** The two auth hooks for one GetGroup call with an already-verified operator token. */
+  | { readonly kind: "auth-hooks" };
 
 export interface RawResult {
   readonly ops: number;

@@ -75,7 +75,7 @@ async function handle(req: ControlRequest): Promise<ControlReply> {
       return { id: req.id, ok: true };
     }
     case "raw":
-      return { id: req.id, ok: true, raw: runRaw(req.task, req.seconds, config) };
+      return { id: req.id, ok: true, raw: await runRaw(req.task, req.seconds, config) };
   }
 }
 

@@ -2,18 +2,34 @@
  * Storage ceilings measured in-process on the server core, in the same run as the HTTP
  * scenarios: what better-sqlite3 alone costs for the same List page (query + JSON.stringify,
  * the floor under "REST List page") and for one autocommit INSERT with synchronous=FULL
- * (the floor under CreateGroup writes/s).
+ * (the floor under CreateGroup writes/s). And the auth hooks alone: what token verification
+ * adds to a call once its token has been verified (issue 8's ≤ 15 µs target), measured
+ * without the network noise of the end-to-end peer difference.
  */
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { databaseFile, openDatabase } from "../../src/store/db.js";
+import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { createAuthenticationHook } from "../../src/auth/authenticate.js";
+import { createAuthorizationHook } from "../../src/auth/authorize.js";
+import { buildPlans } from "../../src/auth/iam-plan.js";
+import { loadSigningKeys } from "../../src/auth/signing-keys.js";
+import { createTokenIssuer } from "../../src/auth/tokens.js";
 import type { RawResult, RawTask } from "./control.js";
 import type { HostConfig } from "./host.js";
 
-export function runRaw(task: RawTask, seconds: number, config: HostConfig): RawResult {
-  return task.kind === "query-json" ? queryJson(task.sql, task.params, seconds, config) : insertFull(seconds, config);
+export async function runRaw(task: RawTask, seconds: number, config: HostConfig): Promise<RawResult> {
+  switch (task.kind) {
+    case "query-json":
+      return queryJson(task.sql, task.params, seconds, config);
+    case "insert-full":
+      return insertFull(seconds, config);
+    case "auth-hooks":
+      return authHooks(seconds, config);
+  }
 }
 
 function timed(seconds: number, op: () => void): RawResult {
@@ -65,4 +81,51 @@ function insertFull(seconds: number, config: HostConfig): RawResult {
 function required(v: string | undefined): string {
   if (v === undefined) throw new Error("raw target: missing configuration");
   return v;
+}
+
+/**
+ * authenticate + authorize (src/auth/) for GetGroup, as the call pipeline runs them, with an
+ * operator token signed by the server's own key. The token is verified once before timing
+ * (the cache's job); each timed call then reads the header as a fresh string (as the HTTP
+ * parser hands it over, so the cache lookup hashes it anew) and awaits both hooks.
+ * Read-only on the server's database: the keys are loaded, nothing is written.
+ */
+async function authHooks(seconds: number, config: HostConfig): Promise<RawResult> {
+  const opened = openDatabase(required(config.dataDir), { lock: false });
+  try {
+    const keys = loadSigningKeys(opened.db);
+    if (!keys) throw new Error("the server has no signing keys yet");
+    const url = "https://bench.invalid";
+    const issuer = createTokenIssuer({ issuer: url, audience: url, keys: () => keys, now: Date.now });
+    const token = await issuer.mint({ subject: "operator:bench", audience: url, ttlSeconds: 3600, operator: true });
+    const headerBytes = Buffer.from(`Bearer ${token}`, "latin1");
+    const plans = buildPlans([GroupsService]);
+    const authenticate = createAuthenticationHook(issuer, plans);
+    const authorize = createAuthorizationHook({ plans, grantsOf: async () => [] });
+    const method = GroupsService.method.getGroup;
+    const request = { uid: "0".repeat(40) };
+    const call = async () => {
+      const context = {
+        url: `${url}/${method.parent.typeName}/${method.name}`,
+        protocolName: "grpc",
+        requestHeader: { get: (name: string) => (name === "authorization" ? headerBytes.toString("latin1") : null) },
+        values: createContextValues(),
+      } as unknown as HandlerContext;
+      await authenticate(method, context);
+      await authorize(method, context, request);
+    };
+    await call(); // verifies and caches the token
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const until = t0 + seconds * 1000;
+    let ops = 0;
+    while (performance.now() < until) {
+      for (let i = 0; i < 20; i++) await call();
+      ops += 20;
+    }
+    const cpu = process.cpuUsage(cpu0);
+    return { ops, seconds: (performance.now() - t0) / 1000, cpuUs: cpu.user + cpu.system };
+  } finally {
+    opened.close();
+  }
 }
