@@ -18,7 +18,7 @@ export interface SeedSize {
   readonly deepRows: number;
 }
 
-export const FULL_SEED: SeedSize = { orgs: 10, foldersPerOrg: 9, subfoldersPerFolder: 10, identities: 10_000, deepRows: 100_050 };
+export const FULL_SEED: SeedSize = { orgs: 10, foldersPerOrg: 9, subfoldersPerFolder: 10, identities: 10_000, deepRows: 1_000_050 };
 export const QUICK_SEED: SeedSize = { orgs: 3, foldersPerOrg: 3, subfoldersPerFolder: 3, identities: 100, deepRows: 2_100 };
 
 export interface Fixture {
