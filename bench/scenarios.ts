@@ -88,6 +88,16 @@ export function loadScenarios(input: ScenarioInput): LoadScenario[] {
     // The doors.
     { id: "rest-get", title: "REST GetGroup", target: "trellis", request: restGet, ...h1, ...vsPeer, mustContain: uid },
     { id: "grpc-get", title: "gRPC GetGroup", target: "trellis", request: get({ proto: "h2", headers: grpc, body: frame(proto), success: "grpc" }), ...h2, ...vsPeer, mustContain: uid },
+    {
+      // What the published Go SDK sends: a deadline on the call.
+      id: "grpc-get-deadline",
+      title: "gRPC GetGroup with grpc-timeout",
+      target: "trellis",
+      request: get({ proto: "h2", headers: { ...grpc, "grpc-timeout": "10S" }, body: frame(proto), success: "grpc" }),
+      ...h2,
+      ...vsPeer,
+      mustContain: uid,
+    },
     { id: "connect-json-h1-get", title: "Connect JSON h1 GetGroup", target: "trellis", request: get({ headers: connectJson, body: json }), ...h1, ...vsPeer, mustContain: uid },
     { id: "connect-proto-h1-get", title: "Connect binary h1 GetGroup", target: "trellis", request: get({ headers: connectProto, body: proto }), ...h1, ...vsPeer, mustContain: uid },
     { id: "connect-json-h2-get", title: "Connect JSON h2 GetGroup", target: "trellis", request: get({ proto: "h2", headers: connectJson, body: json }), ...h2, ...vsPeer, mustContain: uid },

@@ -55,6 +55,12 @@ export interface AppOverrides {
    * (src/server/fast-unary/).
    */
   readonly fastUnary?: boolean;
+  /**
+   * Called each time a lean door takes a request (it answers, or replays it to connect-node
+   * for a body it does not serve). A test seam: the differential tests use it to prove which
+   * requests the fast path serves, since its answers are meant to be indistinguishable.
+   */
+  readonly onFastUnary?: (protocol: "grpc" | "connect" | "grpc-web") => void;
 }
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
@@ -134,6 +140,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       readMaxBytes: LIMITS.maxMessageBytes,
       jsonOptions,
       shutdownSignal: shutdown.signal,
+      maxTimeoutMs: LIMITS.maxTimeoutMs,
     };
     const fastGrpc = overrides.fastUnary === false ? undefined : createFastGrpcUnary(fastOptions);
     const fastConnect = overrides.fastUnary === false ? undefined : createFastConnectUnary(fastOptions);
@@ -170,7 +177,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           if (fastGrpc && "stream" in req) {
             conformProtocolErrors(req, res, config.errorDomain);
             const h2res = res as import("node:http2").Http2ServerResponse;
-            if (!fastGrpc(req, h2res, () => connectHandler(req, res))) connectHandler(req, res);
+            if (fastGrpc(req, h2res, () => connectHandler(req, res))) overrides.onFastUnary?.("grpc");
+            else connectHandler(req, res);
             return;
           }
           toConnect();
@@ -181,6 +189,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         if (fast?.(req, res, () => connectHandler(req, res))) {
           // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
           conformProtocolErrors(req, res, config.errorDomain);
+          overrides.onFastUnary?.(protocol as "connect" | "grpc-web");
           return;
         }
         rest.handle(req, res).then(

@@ -8,7 +8,8 @@
  * same raw HTTP/2 request to both and requires the same wire result: response headers (all of
  * them but `date`), the body bytes, the trailers (status, message, the exact
  * grpc-status-details-bin bytes, decoded too) and how the stream ended, plus the same
- * call-log line. Cases the fast path hands to connect-node (deadlines, compressed requests,
+ * call-log line. `served` (AppOverrides.onFastUnary) shows which requests the lean doors
+ * took. Cases the fast path hands to connect-node (bad deadlines, compressed requests,
  * oversized, truncated, undecodable or repeated messages, unknown paths) are here as well, so
  * the hand-over is proven to change nothing either.
  */
@@ -19,6 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -48,6 +50,8 @@ interface WireResult {
 interface Server {
   readonly app: App;
   readonly lines: Record<string, unknown>[];
+  /** The protocol of every request a lean door took (AppOverrides.onFastUnary). */
+  readonly served: string[];
   session?: http2.ClientHttp2Session;
 }
 
@@ -59,12 +63,13 @@ let groupUid: string;
 
 async function start(dataDir: string, fastUnary: boolean, issuerUrl: string): Promise<Server> {
   const lines: Record<string, unknown>[] = [];
+  const served: string[] = [];
   const sink = { write: (line: string) => void lines.push(JSON.parse(line)) };
   const app = await startApp(
     { host: "127.0.0.1", port: 0, dataDir, errorDomain: DEFAULT_ERROR_DOMAIN, logLevel: "info", issuerUrl },
-    { log: pino({ level: "info" }, sink), fastUnary },
+    { log: pino({ level: "info" }, sink), fastUnary, onFastUnary: (protocol) => served.push(protocol) },
   );
-  return { app, lines };
+  return { app, lines, served };
 }
 
 function strip(h: http2.IncomingHttpHeaders): Record<string, string | string[]> {
@@ -138,6 +143,17 @@ async function same(p: string, body: Buffer, headers: Record<string, string> = {
   expect(actual).toEqual(expected);
   expect(logSince(fast, b0)).toEqual(logSince(reference, a0));
   return expected;
+}
+
+/**
+ * Runs `send` and returns whether the fast server's lean door took the request (the
+ * reference server, with the fast path off, must never report one).
+ */
+async function takenByFastPath(send: () => Promise<unknown>): Promise<boolean> {
+  const before = fast.served.length;
+  await send();
+  expect(reference.served).toEqual([]);
+  return fast.served.length > before;
 }
 
 function details(result: WireResult) {
@@ -223,10 +239,58 @@ describe("fast unary gRPC answers exactly as connect-node", () => {
     await same(GET, get(groupUid), { "grpc-encoding": "identity" });
   });
 
-  it("deadlines: a normal one and one over the ceiling (connect-node handles both)", async () => {
-    await same(GET, get(groupUid), { "grpc-timeout": "5S" });
-    const over = await same(GET, get(groupUid), { "grpc-timeout": `${LIMITS.maxTimeoutMs + 1000}m` });
-    expect(over.trailers["grpc-status"]).not.toBe("0");
+  it("deadlines in every unit are served by the fast path, with the same answer", async () => {
+    for (const timeout of ["5S", "1M", "2500m", "3000000u", "40000000n"]) {
+      expect(await takenByFastPath(() => same(GET, get(groupUid), { "grpc-timeout": timeout })), timeout).toBe(true);
+    }
+    // Errors under a deadline too (the details travel the same way).
+    const nf = await same(GET, get("0".repeat(40)), { "grpc-timeout": "5S" });
+    expect(nf.trailers["grpc-status"]).toBe("5");
+  });
+
+  it("an already expired deadline: both still answer (a deadline only aborts context.signal, which no unary handler reads)", async () => {
+    let r: WireResult | undefined;
+    expect(await takenByFastPath(async () => (r = await same(GET, get(groupUid), { "grpc-timeout": "1n" })))).toBe(true);
+    expect(r?.trailers["grpc-status"]).toBe("0");
+  });
+
+  it("malformed and over-ceiling deadlines: connect-node answers INVALID_ARGUMENT on both", async () => {
+    for (const timeout of [`${LIMITS.maxTimeoutMs + 1000}m`, "2H", "5s", "5", "123456789S", "-1S", "1.5S"]) {
+      let r: WireResult | undefined;
+      expect(await takenByFastPath(async () => (r = await same(GET, get(groupUid), { "grpc-timeout": timeout }))), timeout).toBe(false);
+      expect(r?.trailers["grpc-status"], timeout).toBe("3");
+    }
+  });
+
+  it("a real grpc-js client with a deadline is served by the fast path", async () => {
+    const client = new grpc.Client(new URL(fast.app.url).host, grpc.credentials.createInsecure());
+    try {
+      const taken = await takenByFastPath(
+        () =>
+          new Promise<void>((resolve, reject) => {
+            const md = new grpc.Metadata();
+            md.set("authorization", `Bearer ${token}`);
+            client.makeUnaryRequest(
+              GET,
+              (m: Uint8Array) => Buffer.from(m),
+              (b: Buffer) => fromBinary(GroupSchema, b),
+              toBinary(GetGroupRequestSchema, create(GetGroupRequestSchema, { uid: groupUid })),
+              md,
+              { deadline: Date.now() + 10_000 },
+              (err, value) => {
+                if (err) reject(err);
+                else {
+                  expect(value?.uid).toBe(groupUid);
+                  resolve();
+                }
+              },
+            );
+          }),
+      );
+      expect(taken).toBe(true);
+    } finally {
+      client.close();
+    }
   });
 
   it("an oversized message (> 1 MiB) is refused alike", async () => {
@@ -360,9 +424,17 @@ describe.each(["1.1", "2"] as const)("fast Connect unary over HTTP/%s answers ex
     await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "content-encoding": "gzip" }); // a lie: connect-node
   });
 
-  it("what connect-node keeps: deadlines, bad version, GET, unknown fields, undecodable, oversized", async () => {
-    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-timeout-ms": "5000" });
-    await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-timeout-ms": String(LIMITS.maxTimeoutMs + 1000) });
+  it("deadlines are served by the fast path; malformed and over-ceiling ones by connect-node", async () => {
+    for (const [timeout, taken] of [["5000", true], ["0", true], [String(LIMITS.maxTimeoutMs), true], [String(LIMITS.maxTimeoutMs + 1), false], ["5s", false], ["-5", false], ["12345678901", false]] as const) {
+      let r: HttpResult | undefined;
+      expect(await takenByFastPath(async () => (r = await sameConnect(GET, protoGet(groupUid), { ...proto, "connect-timeout-ms": timeout }))), timeout).toBe(taken);
+      expect(r?.status, timeout).toBe(taken ? 200 : 400);
+    }
+    const nf = await sameConnect(GET, JSON.stringify({ uid: "0".repeat(40) }), { ...json, "connect-timeout-ms": "5000" });
+    expect(nf.status).toBe(404);
+  });
+
+  it("what connect-node keeps: bad version, GET, unknown fields, undecodable, oversized", async () => {
     await sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-protocol-version": "2" });
     const q = `?connect=v1&encoding=json&message=${encodeURIComponent(JSON.stringify({ uid: groupUid }))}`;
     await sameConnect(`${GET}${q}`, "", {}, "GET");
@@ -445,9 +517,15 @@ describe.each(["1.1", "2"] as const)("fast unary gRPC-web over HTTP/%s answers e
     await sameWeb(GET, get(groupUid), { "grpc-encoding": "identity" });
   });
 
-  it("what connect-node keeps: deadlines, text and JSON variants, compression, bad bodies, oversized", async () => {
-    await sameWeb(GET, get(groupUid), { "grpc-timeout": "5S" });
-    expect((await sameWeb(GET, get(groupUid), { "grpc-timeout": `${LIMITS.maxTimeoutMs + 1000}m` })).trailer["grpc-status"]).not.toBe("0");
+  it("deadlines are served by the fast path; malformed and over-ceiling ones by connect-node", async () => {
+    for (const [timeout, taken] of [["5S", true], ["250m", true], ["1n", true], [`${LIMITS.maxTimeoutMs + 1000}m`, false], ["5s", false]] as const) {
+      let r: Awaited<ReturnType<typeof sameWeb>> | undefined;
+      expect(await takenByFastPath(async () => (r = await sameWeb(GET, get(groupUid), { "grpc-timeout": timeout }))), timeout).toBe(taken);
+      expect(r?.trailer["grpc-status"], timeout).toBe(taken ? "0" : "3");
+    }
+  });
+
+  it("what connect-node keeps: text and JSON variants, compression, bad bodies, oversized", async () => {
     await sameWeb(GET, Buffer.from(get(groupUid).toString("base64")), { "content-type": "application/grpc-web-text" });
     await sameWeb(GET, envelope(Buffer.from(JSON.stringify({ uid: groupUid }))), { "content-type": "application/grpc-web+json" });
     await sameWeb(GET, get(groupUid), { "grpc-encoding": "gzip" });

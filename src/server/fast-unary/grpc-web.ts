@@ -3,24 +3,28 @@
  * grpc.ts — connect-node's per-call machinery was ~90 % of a gRPC-web call's server CPU.
  *
  * Taken: POST to a unary method's exact path, content type exactly `application/grpc-web` or
- * `application/grpc-web+proto`, no `grpc-encoding` (or identity), no `grpc-timeout`, and a
+ * `application/grpc-web+proto`, no `grpc-encoding` (or identity), a `grpc-timeout` absent or
+ * valid and under the ceiling (shared.ts deadlineOf), and a
  * body that is one uncompressed message within the size limit. The wrapped implementation
  * (call pipeline) is called directly; the answer is what connect-node's gRPC-web handler
  * writes — `writeHead`, the data frame (absent on error), the trailer frame (flag 0x80, the
  * trailers as `name: value\r\n` lines), `end` — through the same response calls, so
  * conformProtocolErrors rewrites the trailer frame exactly as it does for connect-node.
  *
- * Handed to connect-node: `grpc-web-text` and `+json`, deadlines, compressed requests, and
+ * Handed to connect-node: `grpc-web-text` and `+json`, malformed or over-ceiling timeouts,
+ * compressed requests, and
  * bodies that are oversized, truncated, repeated or undecodable (replayed).
  */
 import type http from "node:http";
 import { compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
+import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import {
   ACCEPT_COMPRESSION,
   COMPRESS_MIN_BYTES,
   type Compression,
   createLeanContext,
+  deadlineOf,
   type FastUnaryOptions,
   invokeForFrame,
   type NodeRequest,
@@ -41,7 +45,9 @@ export function createFastGrpcWebUnary(options: FastUnaryOptions) {
     const h = req.headers;
     const ct = h["content-type"];
     if (ct !== "application/grpc-web" && ct !== "application/grpc-web+proto") return false;
-    if (req.method !== "POST" || h["grpc-timeout"] !== undefined) return false;
+    if (req.method !== "POST") return false;
+    const deadline = deadlineOf(h["grpc-timeout"], parseGrpcTimeout, options.maxTimeoutMs);
+    if (deadline === null) return false;
     const encoding = h["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
     const route = routes.get(req.url ?? "");
@@ -55,6 +61,7 @@ export function createFastGrpcWebUnary(options: FastUnaryOptions) {
       options.shutdownSignal,
       { "content-type": "application/grpc-web+proto" },
       { "grpc-status": "0" },
+      deadline,
     );
     if (!context) return false;
     const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "grpc-accept-encoding"), "grpc-accept-encoding");

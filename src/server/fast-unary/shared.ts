@@ -9,6 +9,7 @@ import { create, type DescMessage, type DescMethod, isMessage } from "@bufbuild/
 import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import {
+  createDeadlineSignal,
   createLinkedAbortController,
   createMethodSerializationLookup,
   encodeEnvelope,
@@ -29,6 +30,25 @@ export interface FastUnaryOptions {
   /** The same JSON options connect-node is given. */
   readonly jsonOptions: Parameters<typeof createMethodSerializationLookup>[2];
   readonly shutdownSignal: AbortSignal;
+  /** The same maxTimeoutMs connect-node is given (the deadline ceiling). */
+  readonly maxTimeoutMs: number;
+}
+
+/** connect's own parsers of `grpc-timeout` (gRPC, gRPC-web) and `connect-timeout-ms`. */
+export type ParseTimeout = (value: string | null, maxTimeoutMs: number) => { timeoutMs?: number; error?: unknown };
+
+/**
+ * When the call must end, as an absolute time (ms since the epoch), from its timeout header
+ * read with connect's own parser: undefined without a header; null where connect-node must
+ * answer instead (a malformed value, one over the ceiling, a repeated header): it turns those
+ * into its INVALID_ARGUMENT, and the fast path does not copy error paths it need not.
+ */
+export function deadlineOf(value: string | string[] | undefined, parse: ParseTimeout, maxTimeoutMs: number): number | undefined | null {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string") return null;
+  const timeout = parse(value, maxTimeoutMs);
+  if (timeout.error !== undefined || timeout.timeoutMs === undefined) return null;
+  return Date.now() + timeout.timeoutMs;
 }
 
 /** connect-node's defaults, which create-app.ts does not override. */
@@ -168,11 +188,13 @@ export function createLeanContext(
   shutdownSignal: AbortSignal,
   responseHeader: Record<string, string>,
   responseTrailer: Record<string, string>,
+  deadline: number | undefined,
 ): LeanContext | undefined {
   const authority = "authority" in req ? req.authority : req.headers.host;
   if (authority === undefined) return undefined;
   let controller: AbortController | undefined;
   let onClose: (() => void) | undefined;
+  let deadlineSignal: ReturnType<typeof createDeadlineSignal> | undefined;
   // The same conversion as connect-node's nodeHeaderToWebHeader.
   const requestHeader = new Headers();
   const nodeHeaders = req.headers;
@@ -197,20 +219,30 @@ export function createLeanContext(
         const requestController = new AbortController();
         onClose = () => requestController.abort();
         closer.once("close", onClose);
-        controller = createLinkedAbortController(requestController.signal, shutdownSignal);
+        if (deadline === undefined) {
+          controller = createLinkedAbortController(requestController.signal, shutdownSignal);
+        } else {
+          // connect's own deadline signal (a timer that aborts with DEADLINE_EXCEEDED), armed
+          // only now that someone listens, for the time left until the same instant.
+          deadlineSignal = createDeadlineSignal(Math.max(0, deadline - Date.now()));
+          controller = createLinkedAbortController(deadlineSignal.signal, requestController.signal, shutdownSignal);
+        }
       }
       return controller.signal;
     },
-    timeoutMs: () => undefined,
+    // As connect's createHandlerContext: the time left, recomputed on every read.
+    timeoutMs: deadline === undefined ? () => undefined : () => deadline - Date.now(),
     requestHeader,
     responseHeader: new Headers(responseHeader),
     responseTrailer: new Headers(responseTrailer),
     values: createContextValues(),
     abort(reason?: unknown) {
+      deadlineSignal?.cleanup();
       controller?.abort(reason);
     },
     cleanup() {
       if (!controller) return;
+      deadlineSignal?.cleanup();
       if (onClose) closer.off("close", onClose);
       controller.abort();
     },
