@@ -19,7 +19,7 @@ import { openDatabase } from "../store/db.js";
 import { ensureBuiltInRoles } from "../store/roles.js";
 import { RestHandlerContext } from "../transcode/handler-context.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
-import { createCallPipeline } from "./call-pipeline.js";
+import { type BeforeCallHook, createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
 import { createCors } from "./cors.js";
 import { registerHealth } from "./health.js";
@@ -56,11 +56,11 @@ export interface AppOverrides {
    */
   readonly fastUnary?: boolean;
   /**
-   * Called each time a lean door takes a request (it answers, or replays it to connect-node
-   * for a body it does not serve). A test seam: the differential tests use it to prove which
-   * requests the fast path serves, since its answers are meant to be indistinguishable.
+   * Tests only: one more before-call hook, run after authentication and authorization on every
+   * door. It lets a test stand in for a slow handler (one still running when the client's
+   * deadline passes) and look at the HandlerContext a door built, without a fake service.
    */
-  readonly onFastUnary?: (protocol: "grpc" | "connect" | "grpc-web") => void;
+  readonly testHook?: BeforeCallHook;
 }
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
@@ -90,7 +90,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       userIdps: () =>
         trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
     });
-    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall: auth.hooks });
+    const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
+    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall });
     let serving = HealthCheckResponse_ServingStatus.SERVING;
     const shutdown = new AbortController();
 
@@ -139,8 +140,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       methods: [...byMethod].map(([method, impl]) => ({ method, impl })),
       readMaxBytes: LIMITS.maxMessageBytes,
       jsonOptions,
-      shutdownSignal: shutdown.signal,
       maxTimeoutMs: LIMITS.maxTimeoutMs,
+      shutdownSignal: shutdown.signal,
     };
     const fastGrpc = overrides.fastUnary === false ? undefined : createFastGrpcUnary(fastOptions);
     const fastConnect = overrides.fastUnary === false ? undefined : createFastConnectUnary(fastOptions);
@@ -177,8 +178,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           if (fastGrpc && "stream" in req) {
             conformProtocolErrors(req, res, config.errorDomain);
             const h2res = res as import("node:http2").Http2ServerResponse;
-            if (fastGrpc(req, h2res, () => connectHandler(req, res))) overrides.onFastUnary?.("grpc");
-            else connectHandler(req, res);
+            if (!fastGrpc(req, h2res, () => connectHandler(req, res))) connectHandler(req, res);
             return;
           }
           toConnect();
@@ -189,7 +189,6 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         if (fast?.(req, res, () => connectHandler(req, res))) {
           // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
           conformProtocolErrors(req, res, config.errorDomain);
-          overrides.onFastUnary?.(protocol as "connect" | "grpc-web");
           return;
         }
         rest.handle(req, res).then(

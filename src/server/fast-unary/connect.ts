@@ -3,32 +3,33 @@
  * grpc.ts — connect-node's per-call machinery was most of a Connect call's cost.
  *
  * Taken: POST to a unary method's exact path (no query string), content type exactly
- * `application/json` or `application/proto`, no `content-encoding` (or identity), a
- * `connect-timeout-ms` that is absent or valid and under the ceiling (see shared.ts
- * deadlineOf), `connect-protocol-version` absent or 1. The wrapped implementation
+ * `application/json` or `application/proto`, no `content-encoding` (or identity),
+ * `connect-timeout-ms` absent or valid within the ceiling (served as connect-node serves it:
+ * `timeoutMs()` counts down, the signal aborts with DEADLINE_EXCEEDED — see shared.ts
+ * createLeanContext), `connect-protocol-version` absent or 1. The wrapped implementation
  * (call pipeline) is called directly and the answer is written with connect's own helpers
  * (serialization, compression negotiation, errorToJsonBytes, codeToHttpStatus, trailerMux)
  * through the same writeHead / write / end calls connect-node's adapter makes, so
  * conformProtocolErrors rewrites errors exactly as it does for connect-node.
  *
- * Handed to connect-node (bytes already read are replayed): anything else — malformed or
- * over-ceiling timeouts (connect-node's INVALID_ARGUMENT is the answer), GET requests,
- * streaming content types, compressed or oversized bodies, a content-length that does not
+ * Handed to connect-node (bytes already read are replayed): anything else — GET requests,
+ * streaming content types, malformed, repeated or over-the-ceiling `connect-timeout-ms`
+ * values (connect-node's own INVALID_ARGUMENT), compressed or oversized bodies, a content-length that does not
  * match the body, bodies that do not decode.
  */
 import { create, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { compressionNegotiate } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes, parseTimeout as parseConnectTimeout, trailerMux } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, errorToJsonBytes, parseTimeout, trailerMux } from "@connectrpc/connect/protocol-connect";
 import {
   ACCEPT_COMPRESSION,
   COMPRESS_MIN_BYTES,
   type Compression,
   createLeanContext,
-  deadlineOf,
   type FastUnaryOptions,
   type NodeRequest,
   type NodeResponse,
+  parseDeadline,
   readBody,
   type Route,
   single,
@@ -41,14 +42,13 @@ export function createFastConnectUnary(options: FastUnaryOptions) {
   const routes = unaryRoutes(options);
   const max = options.readMaxBytes;
   const jsonOptions = options.jsonOptions;
+  const maxTimeoutMs = options.maxTimeoutMs;
 
   return function tryServe(req: NodeRequest, res: NodeResponse, fallback: () => void): boolean {
     const h = req.headers;
     const ct = h["content-type"];
     if (ct !== "application/json" && ct !== "application/proto") return false;
     if (req.method !== "POST") return false;
-    const deadline = deadlineOf(h["connect-timeout-ms"], parseConnectTimeout, options.maxTimeoutMs);
-    if (deadline === null) return false;
     const encoding = h["content-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
     const version = h["connect-protocol-version"];
@@ -58,6 +58,8 @@ export function createFastConnectUnary(options: FastUnaryOptions) {
     const declared = h["content-length"];
     const declaredLength = declared === undefined ? undefined : Number(declared);
     if (declaredLength !== undefined && !(declaredLength <= max)) return false;
+    const deadline = parseDeadline(h["connect-timeout-ms"], parseTimeout, maxTimeoutMs);
+    if (deadline === false) return false;
     const binary = ct === "application/proto";
     const context = createLeanContext(
       route.method,

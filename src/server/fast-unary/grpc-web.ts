@@ -3,31 +3,31 @@
  * grpc.ts — connect-node's per-call machinery was ~90 % of a gRPC-web call's server CPU.
  *
  * Taken: POST to a unary method's exact path, content type exactly `application/grpc-web` or
- * `application/grpc-web+proto`, no `grpc-encoding` (or identity), a `grpc-timeout` absent or
- * valid and under the ceiling (shared.ts deadlineOf), and a
- * body that is one uncompressed message within the size limit. The wrapped implementation
+ * `application/grpc-web+proto`, no `grpc-encoding` (or identity), no `grpc-timeout` or a valid
+ * one within the ceiling (served as connect-node serves it: `timeoutMs()` counts down, the
+ * signal aborts with DEADLINE_EXCEEDED — see shared.ts createLeanContext), and a body that is
+ * one uncompressed message within the size limit. The wrapped implementation
  * (call pipeline) is called directly; the answer is what connect-node's gRPC-web handler
  * writes — `writeHead`, the data frame (absent on error), the trailer frame (flag 0x80, the
  * trailers as `name: value\r\n` lines), `end` — through the same response calls, so
  * conformProtocolErrors rewrites the trailer frame exactly as it does for connect-node.
  *
- * Handed to connect-node: `grpc-web-text` and `+json`, malformed or over-ceiling timeouts,
- * compressed requests, and
- * bodies that are oversized, truncated, repeated or undecodable (replayed).
+ * Handed to connect-node: `grpc-web-text` and `+json`, malformed, repeated or over-the-ceiling
+ * `grpc-timeout` values (connect-node's own INVALID_ARGUMENT), compressed requests, and bodies
+ * that are oversized, truncated, repeated or undecodable (replayed).
  */
 import type http from "node:http";
 import { compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
-import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
-import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { parseTimeout, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import {
   ACCEPT_COMPRESSION,
   COMPRESS_MIN_BYTES,
   type Compression,
   createLeanContext,
-  deadlineOf,
   type FastUnaryOptions,
   invokeForFrame,
   type NodeRequest,
+  parseDeadline,
   type NodeResponse,
   readEnvelopedMessage,
   type Route,
@@ -40,18 +40,19 @@ import {
 export function createFastGrpcWebUnary(options: FastUnaryOptions) {
   const routes = unaryRoutes(options);
   const max = options.readMaxBytes;
+  const maxTimeoutMs = options.maxTimeoutMs;
 
   return function tryServe(req: NodeRequest, res: NodeResponse, fallback: () => void): boolean {
     const h = req.headers;
     const ct = h["content-type"];
     if (ct !== "application/grpc-web" && ct !== "application/grpc-web+proto") return false;
     if (req.method !== "POST") return false;
-    const deadline = deadlineOf(h["grpc-timeout"], parseGrpcTimeout, options.maxTimeoutMs);
-    if (deadline === null) return false;
     const encoding = h["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
     const route = routes.get(req.url ?? "");
     if (route === undefined) return false;
+    const deadline = parseDeadline(h["grpc-timeout"], parseTimeout, maxTimeoutMs);
+    if (deadline === false) return false;
     // connect-node answers both accepted content types with application/grpc-web+proto.
     const context = createLeanContext(
       route.method,

@@ -14,31 +14,30 @@
  * and off). connect.ts and grpc-web.ts do the same for Connect and gRPC-web unary; shared.ts
  * holds what they share.
  *
- * Deadlines (the published Go SDK sets one on most calls) are served here: the timeout header
- * is read with connect's own parser when the request arrives; `context.timeoutMs()` returns
- * the time left, and a handler that reads `context.signal` gets connect's deadline signal,
- * armed then for the same instant (no timer at all otherwise; none of our unary methods
- * reads it). As in connect-node, the deadline does not cut a running handler short.
+ * Deadlines: a valid `grpc-timeout` within the ceiling (maxTimeoutMs) is served here, as
+ * connect-node serves it — `context.timeoutMs()` counts down and `context.signal` aborts with
+ * DEADLINE_EXCEEDED when it passes (shared.ts parseDeadline / createLeanContext). The published
+ * Go SDK sets a deadline on most calls, so without this real clients never took this door.
  *
  * Anything else falls through to connect-node, which stays the reference: HTTP/1.1, a content
  * type other than application/grpc or application/grpc+proto, a compressed request
- * (`grpc-encoding` other than identity), a `grpc-timeout` that connect's parser refuses or
- * that is over the ceiling (connect-node's INVALID_ARGUMENT is the answer), a path that is not
- * a unary method of ours (streaming, reflection, health),
+ * (`grpc-encoding` other than identity), a malformed, repeated or over-the-ceiling
+ * `grpc-timeout` (connect-node's INVALID_ARGUMENT, raised before it reads the body), a path
+ * that is not a unary method of ours (streaming, reflection, health),
  * and any request body that is not exactly one well-formed, uncompressed message within the
  * size limit (oversized, truncated, two messages, undecodable bytes). In that last case the
  * bytes already read are replayed to connect-node, which then gives its usual answer.
  */
 import type http2 from "node:http2";
 import { compressionNegotiate } from "@connectrpc/connect/protocol";
-import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import {
   ACCEPT_COMPRESSION,
   type Compression,
   createLeanContext,
-  deadlineOf,
   type FastUnaryOptions,
   invokeForFrame,
+  parseDeadline,
   readEnvelopedMessage,
   type Route,
   single,
@@ -54,18 +53,21 @@ import {
 export function createFastGrpcUnary(options: FastUnaryOptions) {
   const routes = unaryRoutes(options);
   const max = options.readMaxBytes;
+  const maxTimeoutMs = options.maxTimeoutMs;
 
   return function tryServe(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, fallback: () => void): boolean {
     const h = req.headers;
     const ct = h["content-type"];
     if (ct !== "application/grpc" && ct !== "application/grpc+proto") return false;
     if (req.method !== "POST" || req.authority === undefined) return false;
-    const deadline = deadlineOf(h["grpc-timeout"], parseGrpcTimeout, options.maxTimeoutMs);
-    if (deadline === null) return false;
     const encoding = h["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
     const route = routes.get(req.url);
     if (route === undefined) return false;
+    // Measured from here, before the body is read, as connect-node starts its clock when its
+    // handler starts (createHandlerContext), not when the message has arrived.
+    const deadline = parseDeadline(h["grpc-timeout"], parseTimeout, maxTimeoutMs);
+    if (deadline === false) return false;
     const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "grpc-accept-encoding"), "grpc-accept-encoding");
     readEnvelopedMessage(req, route, max, (input) => {
       void invoke(route, input, req, res, compression.response, options.shutdownSignal, deadline);

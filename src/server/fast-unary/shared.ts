@@ -1,7 +1,8 @@
 /**
- * What the lean unary doors (grpc.ts, connect.ts) share: the table of wrapped unary methods,
- * reading a request body with the option to hand it to connect-node after all, and a
- * HandlerContext without connect's per-call AbortSignal. See grpc.ts for why they exist.
+ * What the lean unary doors (grpc.ts, connect.ts, grpc-web.ts) share: the table of wrapped
+ * unary methods, reading a request body with the option to hand it to connect-node after all,
+ * the client's deadline, and a HandlerContext without connect's per-call AbortSignal (created
+ * only if read, with the deadline's timer only then). See grpc.ts for why they exist.
  */
 import type http from "node:http";
 import type http2 from "node:http2";
@@ -29,26 +30,9 @@ export interface FastUnaryOptions {
   readonly readMaxBytes: number;
   /** The same JSON options connect-node is given. */
   readonly jsonOptions: Parameters<typeof createMethodSerializationLookup>[2];
-  readonly shutdownSignal: AbortSignal;
-  /** The same maxTimeoutMs connect-node is given (the deadline ceiling). */
+  /** The same maxTimeoutMs (deadline ceiling) connect-node is given. */
   readonly maxTimeoutMs: number;
-}
-
-/** connect's own parsers of `grpc-timeout` (gRPC, gRPC-web) and `connect-timeout-ms`. */
-export type ParseTimeout = (value: string | null, maxTimeoutMs: number) => { timeoutMs?: number; error?: unknown };
-
-/**
- * When the call must end, as an absolute time (ms since the epoch), from its timeout header
- * read with connect's own parser: undefined without a header; null where connect-node must
- * answer instead (a malformed value, one over the ceiling, a repeated header): it turns those
- * into its INVALID_ARGUMENT, and the fast path does not copy error paths it need not.
- */
-export function deadlineOf(value: string | string[] | undefined, parse: ParseTimeout, maxTimeoutMs: number): number | undefined | null {
-  if (value === undefined) return undefined;
-  if (typeof value !== "string") return null;
-  const timeout = parse(value, maxTimeoutMs);
-  if (timeout.error !== undefined || timeout.timeoutMs === undefined) return null;
-  return Date.now() + timeout.timeoutMs;
+  readonly shutdownSignal: AbortSignal;
 }
 
 /** connect-node's defaults, which create-app.ts does not override. */
@@ -169,6 +153,37 @@ function replayTo(req: NodeRequest, consumed: Buffer[]): void {
   });
 }
 
+/** connect's parseTimeout (protocol-grpc's for grpc-timeout, protocol-connect's for connect-timeout-ms). */
+type ParseTimeout = (value: string | null, maxTimeoutMs: number) => { timeoutMs?: number; error?: ConnectError };
+
+/**
+ * The client's deadline as an absolute time (Date.now() + the timeout, as connect-node's
+ * createHandlerContext computes it when the call starts), undefined when there is none, or
+ * false when the request must go to connect-node: a malformed value, one over the ceiling, or
+ * a repeated header. Those are answered by connect-node before it reads the body (an
+ * INVALID_ARGUMENT it raises itself); they are rare, gain nothing from a fast path, and
+ * leaving them there keeps that answer (and what happens to the unread body) exactly its own.
+ *
+ * The value is parsed with connect's own exported parseTimeout, so what counts as valid, the
+ * unit arithmetic and the ceiling are connect-node's by construction, not a copy of them.
+ */
+export function parseDeadline(
+  value: string | string[] | undefined,
+  parse: ParseTimeout,
+  maxTimeoutMs: number,
+): number | undefined | false {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string") return false;
+  const { timeoutMs, error } = parse(value, maxTimeoutMs);
+  if (error !== undefined || timeoutMs === undefined) return false;
+  return Date.now() + timeoutMs;
+}
+
+/** Marks a context built by createLeanContext (tests use it to prove the fast path served a call). */
+export const LEAN_CONTEXT = Symbol("trellis.fast-unary.lean-context");
+
+const noTimeout = () => undefined;
+
 export interface LeanContext extends HandlerContext {
   /** Releases the AbortSignal's listeners if `signal` was ever read. */
   cleanup(): void;
@@ -179,6 +194,17 @@ export interface LeanContext extends HandlerContext {
  * only created if someone reads `signal` (no unary method of ours does): creating and then
  * aborting one on every call (a DOMException each time) was the largest single cost in the
  * profile. Returns undefined where connect-node would fail (no authority).
+ *
+ * Deadline (`deadline`: parseDeadline's absolute time, or undefined): `timeoutMs()` returns
+ * the milliseconds left, computed as connect's context does (a whole-millisecond deadline
+ * minus Date.now(), so it may be 0 or negative once passed). connect-node arms a timer that
+ * aborts the call's signal with ConnectError("the operation timed out", DEADLINE_EXCEEDED);
+ * that signal is the deadline's ONLY effect there (the answer is still whatever the handler
+ * returns or throws, whenever it does). Here the timer is armed only when `signal` is first
+ * read, for the time then left (connect's own createDeadlineSignal: at once if none is left),
+ * and linked first, as connect-node links it, so the reason is the same. A handler cannot
+ * tell the difference — the signal is aborted at the same moment with the same reason — and
+ * the common call, which never reads `signal`, pays for no timer at all. cleanup() clears it.
  */
 export function createLeanContext(
   method: DescMethod,
@@ -195,6 +221,9 @@ export function createLeanContext(
   let controller: AbortController | undefined;
   let onClose: (() => void) | undefined;
   let deadlineSignal: ReturnType<typeof createDeadlineSignal> | undefined;
+  // connect keeps the deadline as a Date, which drops any fraction of a millisecond (the
+  // gRPC units u and n); timeoutMs() then counts from that whole millisecond.
+  const deadlineMs = deadline === undefined ? 0 : Math.trunc(deadline);
   // The same conversion as connect-node's nodeHeaderToWebHeader.
   const requestHeader = new Headers();
   const nodeHeaders = req.headers;
@@ -219,19 +248,13 @@ export function createLeanContext(
         const requestController = new AbortController();
         onClose = () => requestController.abort();
         closer.once("close", onClose);
-        if (deadline === undefined) {
-          controller = createLinkedAbortController(requestController.signal, shutdownSignal);
-        } else {
-          // connect's own deadline signal (a timer that aborts with DEADLINE_EXCEEDED), armed
-          // only now that someone listens, for the time left until the same instant.
-          deadlineSignal = createDeadlineSignal(Math.max(0, deadline - Date.now()));
-          controller = createLinkedAbortController(deadlineSignal.signal, requestController.signal, shutdownSignal);
-        }
+        if (deadline !== undefined) deadlineSignal = createDeadlineSignal(deadline - Date.now());
+        // The order connect-node links them in: deadline, request, shutdown.
+        controller = createLinkedAbortController(deadlineSignal?.signal, requestController.signal, shutdownSignal);
       }
       return controller.signal;
     },
-    // As connect's createHandlerContext: the time left, recomputed on every read.
-    timeoutMs: deadline === undefined ? () => undefined : () => deadline - Date.now(),
+    timeoutMs: deadline === undefined ? noTimeout : () => deadlineMs - Date.now(),
     requestHeader,
     responseHeader: new Headers(responseHeader),
     responseTrailer: new Headers(responseTrailer),
@@ -246,6 +269,7 @@ export function createLeanContext(
       if (onClose) closer.off("close", onClose);
       controller.abort();
     },
+    [LEAN_CONTEXT]: true,
   } as LeanContext;
 }
 

@@ -9,7 +9,7 @@ import type http from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { GroupsService } from "../../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
-import { createLeanContext, deadlineOf } from "../../../src/server/fast-unary/shared.js";
+import { createLeanContext, parseDeadline } from "../../../src/server/fast-unary/shared.js";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 
 const method = GroupsService.method.getGroup;
@@ -30,13 +30,13 @@ afterEach(() => {
 });
 
 describe("lean context deadlines", () => {
-  it("deadlineOf reads the header with connect's parser, relative to now", () => {
-    expect(deadlineOf(undefined, parseTimeout, 60_000)).toBeUndefined();
-    expect(deadlineOf("250m", parseTimeout, 60_000)).toBe(1_000_250);
-    expect(deadlineOf("2S", parseTimeout, 60_000)).toBe(1_002_000);
-    expect(deadlineOf("61S", parseTimeout, 60_000)).toBeNull(); // over the ceiling
-    expect(deadlineOf("soon", parseTimeout, 60_000)).toBeNull();
-    expect(deadlineOf(["1S", "2S"], parseTimeout, 60_000)).toBeNull();
+  it("parseDeadline reads the header with connect's parser, relative to now", () => {
+    expect(parseDeadline(undefined, parseTimeout, 60_000)).toBeUndefined();
+    expect(parseDeadline("250m", parseTimeout, 60_000)).toBe(1_000_250);
+    expect(parseDeadline("2S", parseTimeout, 60_000)).toBe(1_002_000);
+    expect(parseDeadline("61S", parseTimeout, 60_000)).toBe(false); // over the ceiling
+    expect(parseDeadline("soon", parseTimeout, 60_000)).toBe(false);
+    expect(parseDeadline(["1S", "2S"], parseTimeout, 60_000)).toBe(false);
   });
 
   it("timeoutMs() counts down to the deadline; undefined without one", () => {
