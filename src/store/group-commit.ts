@@ -103,7 +103,16 @@ function runBatch(db: Db, jobs: readonly Job[]): void {
         return;
       }
     }
-    sqlite.exec("SAVEPOINT group_commit_job");
+    try {
+      sqlite.exec("SAVEPOINT group_commit_job");
+    } catch (error) {
+      // Cannot isolate this job (out of memory, say): give up the whole transaction rather
+      // than throw out of a setImmediate callback.
+      job.reject(error);
+      rollback(sqlite);
+      loseTransaction(error);
+      continue;
+    }
     try {
       const value = job.fn(db);
       sqlite.exec("RELEASE group_commit_job");
