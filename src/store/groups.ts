@@ -5,19 +5,16 @@
  * multi-row invariant in one BEGIN IMMEDIATE transaction. Errors are ApiErrors; no proto
  * types enter here.
  */
-import { and, asc, count, eq, isNull, or, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
 import { builtInRoleUid } from "./builtin-roles.js";
-import { countCacheFor } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import {
   allOf,
   type Bind,
   type KeysetQuery,
-  keysetClauses,
-  placeholders,
-  statementCache,
+  preparedLists,
   type UidpFilter,
   uidpConditions,
   uidpShape,
@@ -136,12 +133,10 @@ export function createGroupsRepository(db: Db): GroupsRepository {
       f.name !== undefined ? eq(groups.name, (bind ? bind(f.name) : f.name) as string) : undefined,
       withinConditions(groups.uid, f.within, bind),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts statementCache);
-  // the key must fix the SQL text that `where` and keysetClauses produce.
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces.
   const filterShape = (f: GroupListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
-  const listStmts = statementCache<{ all(values: Record<string, unknown>): GroupRecord[] }>();
-  const countStmts = statementCache<{ get(values: Record<string, unknown>): { n: number } | undefined }>();
-  const counts = countCacheFor(db);
+  const lists = preparedLists(db, groups, groups.uid, "groups");
 
   const verifiedRootStmt = db
     .select()
@@ -238,31 +233,11 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     },
 
     async list(filter, page) {
-      const col = ORDER_COLUMNS[page.order];
-      const p = placeholders();
-      const filterSql = where(filter, p.bind);
-      const ks = keysetClauses(col, groups.uid, page, page.order === "uid", p.bind);
-      const key = `${filterShape(filter)}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
-      const stmt = listStmts(key, () =>
-        db
-          .select()
-          .from(groups)
-          .where(allOf([filterSql, ks.where]))
-          .orderBy(...ks.orderBy)
-          .limit(sql.placeholder("limit"))
-          .offset(sql.placeholder("offset"))
-          .prepare(),
-      );
-      return stmt.all({ ...p.values, limit: page.limit, offset: page.offset });
+      return lists.page(filterShape(filter), (bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as GroupRecord[];
     },
 
     async count(filter) {
-      const p = placeholders();
-      const filterSql = where(filter, p.bind);
-      const shape = filterShape(filter);
-      const stmt = countStmts(shape, () => db.select({ n: count() }).from(groups).where(filterSql).prepare());
-      // The shape fixes the SQL text and the values complete it: together they name the query.
-      return counts.count(`groups|${shape}|${JSON.stringify(p.values)}`, () => stmt.get(p.values)?.n ?? 0);
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
 
     async listAll(filter, max) {

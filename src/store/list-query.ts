@@ -5,8 +5,10 @@
  * previous page with a row-value comparison `(col, uid) > (?, ?)`, which SQLite plans as one
  * index range with no sort (stack-notes gotcha G17). `offset` only serves `skip`.
  */
-import { and, asc, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
-import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { and, asc, count, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import { countCacheFor } from "./count-cache.js";
+import type { Db } from "./db.js";
 import { ancestorsOf } from "./uidp.js";
 
 /** The hierarchy filter (chainguard.platform.common.UIDPFilter) in store terms. */
@@ -67,6 +69,48 @@ export function statementCache<S>(max = 256): (key: string, prepare: () => S) =>
       cache.set(key, s);
     }
     return s;
+  };
+}
+
+/**
+ * A repository's List and count over `table`, run through statements prepared once per query
+ * shape. The repository supplies its filter as a function of a Bind (so every value becomes a
+ * placeholder) and a `shape` string that names the SQL text that filter produces for the
+ * given filter (which conditions are present, how many values each list has) — two filters
+ * with the same shape must differ only in values. Counts also go through the connection's
+ * count cache (count-cache.ts), keyed by shape and values.
+ */
+export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, name: string) {
+  const listStmts = statementCache<{ all(values: Record<string, unknown>): unknown[] }>();
+  const countStmts = statementCache<{ get(values: Record<string, unknown>): { n: number } | undefined }>();
+  const counts = countCacheFor(db);
+  return {
+    /** One keyset page (see keysetClauses); rows as drizzle maps them for `table`. */
+    page(shape: string, where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>): unknown[] {
+      const p = placeholders();
+      const filterSql = where(p.bind);
+      const ks = keysetClauses(col, uid, page, col === uid, p.bind);
+      const key = `${shape}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
+      const stmt = listStmts(key, () =>
+        db
+          .select()
+          .from(table)
+          .where(allOf([filterSql, ks.where]))
+          .orderBy(...ks.orderBy)
+          .limit(sql.placeholder("limit"))
+          .offset(sql.placeholder("offset"))
+          .prepare(),
+      );
+      return stmt.all({ ...p.values, limit: page.limit, offset: page.offset });
+    },
+    /** count(*) of the rows the filter matches, remembered until the database changes. */
+    count(shape: string, where: (bind: Bind) => SQL | undefined): number {
+      const p = placeholders();
+      const filterSql = where(p.bind);
+      const stmt = countStmts(shape, () => db.select({ n: count() }).from(table).where(filterSql).prepare());
+      // The shape fixes the SQL text and the values complete it: together they name the query.
+      return counts.count(`${name}|${shape}|${JSON.stringify(p.values)}`, () => stmt.get(p.values)?.n ?? 0);
+    },
   };
 }
 

@@ -5,12 +5,22 @@
  * transaction; `upsertRepoInTx` is the synchronous form the importer and v1 CreateRepo use
  * inside their own transaction. No proto types enter here.
  */
-import { and, count, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
-import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  parseStringList,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { requireGroup } from "./references.js";
 import { type RepoRow, repos, tags } from "./schema.js";
 import { newUidp } from "./uidp.js";
@@ -134,12 +144,16 @@ export interface ReposRepository {
 
 export function createReposRepository(db: Db): ReposRepository {
   const getStmt = db.select().from(repos).where(eq(repos.uid, sql.placeholder("uid"))).prepare();
-  const where = (f: RepoListFilter) =>
+  const where = (f: RepoListFilter, bind?: Bind) =>
     allOf([
-      ...uidpConditions(repos.uid, repos.parentUid, f.uidp),
-      f.name !== undefined ? eq(repos.name, f.name) : undefined,
-      withinConditions(repos.uid, f.within),
+      ...uidpConditions(repos.uid, repos.parentUid, f.uidp, bind),
+      f.name !== undefined ? eq(repos.name, (bind ? bind(f.name) : f.name) as string) : undefined,
+      withinConditions(repos.uid, f.within, bind),
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces.
+  const filterShape = (f: RepoListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  const lists = preparedLists(db, repos, repos.uid, "repos");
 
   return {
     async get(uid) {
@@ -178,20 +192,12 @@ export function createReposRepository(db: Db): ReposRepository {
     },
 
     async list(filter, page) {
-      const q = keysetPage(where(filter), ORDER_COLUMNS[page.order], repos.uid, page);
-      const rows = db
-        .select()
-        .from(repos)
-        .where(q.where)
-        .orderBy(...q.orderBy)
-        .limit(q.limit)
-        .offset(q.offset)
-        .all();
+      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as RepoRow[];
       return rows.map(toRepoRecord);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(repos).where(where(filter)));
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
 
     async listAll(filter, max) {

@@ -5,12 +5,22 @@
  * (CreateTag is an upsert, as published). Generated tags are classified on write
  * (`generatedKind`) so ListTags filters them with an indexed equality. No proto types here.
  */
-import { and, count, eq, gte, inArray, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
-import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  parseStringList,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { requireRepo, type UpsertOutcome } from "./repos.js";
 import { type TagRow, tags } from "./schema.js";
 import { newUidp } from "./uidp.js";
@@ -108,20 +118,29 @@ export interface TagsRepository {
 }
 
 /** The WHERE of a tag list; exported for the query-plan test. */
-export function tagListWhere(f: TagListFilter) {
+export function tagListWhere(f: TagListFilter, bind: Bind = (v) => v) {
+  const str = (v: string) => bind(v) as string;
+  const num = (v: number) => bind(v) as number;
   return allOf([
-    ...uidpConditions(tags.uid, tags.repoUid, f.uidp),
-    f.name !== undefined ? eq(tags.name, f.name) : undefined,
-    f.digest !== undefined ? eq(tags.digest, f.digest) : undefined,
-    f.updatedSince !== undefined ? gte(tags.updateTime, f.updatedSince) : undefined,
+    ...uidpConditions(tags.uid, tags.repoUid, f.uidp, bind),
+    f.name !== undefined ? eq(tags.name, str(f.name)) : undefined,
+    f.digest !== undefined ? eq(tags.digest, str(f.digest)) : undefined,
+    f.updatedSince !== undefined ? gte(tags.updateTime, num(f.updatedSince)) : undefined,
     // Ordinary tags are always included; a full set of classes needs no condition at all.
-    f.include.length >= 3 ? undefined : inArray(tags.generated, [GeneratedTag.None, ...f.include]),
-    withinConditions(tags.uid, f.within),
+    f.include.length >= 3 ? undefined : inArray(tags.generated, [GeneratedTag.None, ...f.include].map(num)),
+    withinConditions(tags.uid, f.within, bind),
   ]);
+}
+
+/** Names the SQL text tagListWhere produces for `f` (list-query.ts preparedLists). */
+function tagFilterShape(f: TagListFilter): string {
+  const present = `${f.name !== undefined ? "n" : ""}${f.digest !== undefined ? "d" : ""}${f.updatedSince !== undefined ? "u" : ""}`;
+  return `${uidpShape(f.uidp)}|${present}|g${f.include.length >= 3 ? "all" : f.include.length}|${withinShape(f.within)}`;
 }
 
 export function createTagsRepository(db: Db): TagsRepository {
   const getStmt = db.select().from(tags).where(eq(tags.uid, sql.placeholder("uid"))).prepare();
+  const lists = preparedLists(db, tags, tags.uid, "tags");
   return {
     async get(uid) {
       const row = getStmt.get({ uid });
@@ -141,20 +160,12 @@ export function createTagsRepository(db: Db): TagsRepository {
     },
 
     async list(filter, page) {
-      const q = keysetPage(tagListWhere(filter), ORDER_COLUMNS[page.order], tags.uid, page);
-      return db
-        .select()
-        .from(tags)
-        .where(q.where)
-        .orderBy(...q.orderBy)
-        .limit(q.limit)
-        .offset(q.offset)
-        .all()
-        .map(toTagRecord);
+      const rows = lists.page(tagFilterShape(filter), (bind) => tagListWhere(filter, bind), ORDER_COLUMNS[page.order], page) as TagRow[];
+      return rows.map(toTagRecord);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(tags).where(tagListWhere(filter)));
+      return lists.count(tagFilterShape(filter), (bind) => tagListWhere(filter, bind));
     },
 
     async listAll(filter, max) {

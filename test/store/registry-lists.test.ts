@@ -1,0 +1,150 @@
+/**
+ * Repos' and tags' list and count run statements prepared once per query shape
+ * (list-query.ts preparedLists): every filter shape, asked again with other values, must
+ * answer for those values. Each answer is compared with the same filter applied in JS to all
+ * rows, so a value left over from an earlier call (or a shape key that misses a condition)
+ * shows up as a wrong row set or count.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
+import { createGroupsRepository } from "../../src/store/groups.js";
+import { createReposRepository, type RepoListFilter, type RepoRecord, type ReposRepository } from "../../src/store/repos.js";
+import {
+  createTagsRepository,
+  GeneratedTag,
+  generatedKind,
+  type TagListFilter,
+  type TagRecord,
+  type TagsRepository,
+} from "../../src/store/tags.js";
+
+const NOW = 1_800_000_000_000;
+
+let dir: string;
+let opened: OpenedDatabase;
+let repos: ReposRepository;
+let tags: TagsRepository;
+const orgs: string[] = [];
+const allRepos: RepoRecord[] = [];
+const allTags: TagRecord[] = [];
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-registry-lists-"));
+  opened = openDatabase(dir);
+  const groups = createGroupsRepository(opened.db);
+  repos = createReposRepository(opened.db);
+  tags = createTagsRepository(opened.db);
+  for (const name of ["org-a", "org-b"]) {
+    orgs.push((await groups.create({ parentUid: null, name, description: "", verified: false, kind: 0 }, NOW)).uid);
+  }
+  let t = 0;
+  for (const org of orgs) {
+    for (const name of ["nginx", "redis", "python"]) {
+      const repo = await repos.create(org, { name, description: "", catalogTier: 0, bundles: [], aliases: [], activeTags: [] }, NOW);
+      allRepos.push(repo);
+      for (const tagName of ["latest", "1.2", "1.2-r3", "1.2-20260101", "sha256-abc"]) {
+        const digest = `sha256:${tagName === "latest" || tagName === "1.2" ? "d1" : "d2"}`;
+        allTags.push(await tags.upsert(repo.uid, { name: tagName, digest, deprecated: false, bundles: [] }, NOW + t++));
+      }
+    }
+  }
+});
+afterAll(() => {
+  opened.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const page = { order: "uid" as const, desc: false, offset: 0, limit: 1000 };
+const uids = (rows: readonly { uid: string }[]) => rows.map((r) => r.uid).sort();
+const under = (uid: string, scope: string) => uid === scope || uid.startsWith(`${scope}/`);
+
+/** What the filter fields repos and tags share select, for one row. */
+function sharedMatch(uid: string, parentUid: string, name: string, f: RepoListFilter | TagListFilter): boolean {
+  return (
+    (f.uidp.childrenOf === undefined || parentUid === f.uidp.childrenOf) &&
+    (f.uidp.descendantsOf === undefined || uid.startsWith(`${f.uidp.descendantsOf}/`)) &&
+    (f.name === undefined || name === f.name) &&
+    (f.within === undefined || f.within.some((s) => under(uid, s)))
+  );
+}
+
+function repoExpected(f: RepoListFilter): string[] {
+  return uids(allRepos.filter((r) => sharedMatch(r.uid, r.parentUid, r.name, f)));
+}
+
+function tagExpected(f: TagListFilter): string[] {
+  return uids(
+    allTags.filter(
+      (x) =>
+        sharedMatch(x.uid, x.repoUid, x.name, f) &&
+        (f.digest === undefined || x.digest === f.digest) &&
+        (f.updatedSince === undefined || x.updateTime >= f.updatedSince) &&
+        (f.include.length >= 3 || [GeneratedTag.None, ...f.include].includes(generatedKind(x.name))),
+    ),
+  );
+}
+
+/** Every filter, in order: the listed uids and the count are those `expected` computes. */
+async function expectAnswers<F>(
+  repo: { list(f: F, p: typeof page): Promise<{ uid: string }[]>; count(f: F): Promise<number> },
+  filters: readonly F[],
+  expected: (f: F) => string[],
+) {
+  for (const f of filters) {
+    const want = expected(f);
+    expect(uids(await repo.list(f, page)), JSON.stringify(f)).toEqual(want);
+    expect(await repo.count(f), JSON.stringify(f)).toBe(want.length);
+  }
+}
+
+describe("repos and tags list/count with cached prepared statements", () => {
+  it("repos: each shape, asked twice with other values, answers for those values", async () => {
+    const [a, b] = orgs as [string, string];
+    const filters: RepoListFilter[] = [];
+    for (const org of [a, b, a]) {
+      filters.push(
+        { uidp: { childrenOf: org } },
+        { uidp: { childrenOf: org }, name: "nginx" },
+        { uidp: { descendantsOf: org }, name: "redis" },
+        { uidp: {}, within: [org] },
+      );
+    }
+    filters.push({ uidp: {}, name: "python", within: [a, b] }, { uidp: {}, within: [] }, { uidp: {}, name: "nope" });
+    await expectAnswers(repos, filters, repoExpected);
+  });
+
+  it("tags: names, digests, update times, generated classes and scopes, each shape with other values", async () => {
+    const repoA = allRepos[0]?.uid as string;
+    const repoB = allRepos[4]?.uid as string;
+    const filters: TagListFilter[] = [];
+    for (const repo of [repoA, repoB, repoA]) {
+      filters.push(
+        { uidp: { childrenOf: repo }, include: [] },
+        { uidp: { childrenOf: repo }, include: [GeneratedTag.Epoch] },
+        { uidp: { childrenOf: repo }, include: [GeneratedTag.Dated, GeneratedTag.Referrer] },
+        { uidp: { childrenOf: repo }, include: [GeneratedTag.Referrer, GeneratedTag.Dated, GeneratedTag.Epoch] },
+        { uidp: { descendantsOf: repo }, name: "latest", include: [] },
+        { uidp: { descendantsOf: repo }, digest: "sha256:d2", include: [GeneratedTag.Epoch] },
+      );
+    }
+    for (const since of [NOW + 3, NOW + 20, NOW]) filters.push({ uidp: {}, updatedSince: since, include: [GeneratedTag.Dated], within: [orgs[1] as string] });
+    filters.push({ uidp: {}, name: "1.2", digest: "sha256:d1", include: [], within: [] });
+    await expectAnswers(tags, filters, tagExpected);
+  });
+
+  it("tags: limit, offset and the keyset cursor are values, not part of the statement", async () => {
+    const repo = allRepos[1]?.uid as string;
+    const f: TagListFilter = { uidp: { childrenOf: repo }, include: [GeneratedTag.Referrer, GeneratedTag.Dated, GeneratedTag.Epoch] };
+    const all = uids(await tags.list(f, page));
+    expect(all).toHaveLength(5);
+    expect(uids(await tags.list(f, { ...page, limit: 2 }))).toEqual(all.slice(0, 2));
+    expect(uids(await tags.list(f, { ...page, limit: 2, offset: 1 }))).toEqual(all.slice(1, 3));
+    const after = { value: all[2] as string, uid: all[2] as string };
+    expect(uids(await tags.list(f, { ...page, after }))).toEqual(all.slice(3));
+    const byTime = await tags.list(f, { ...page, order: "update_time" as never, desc: true, limit: 2 });
+    expect(byTime.map((x) => x.updateTime)).toEqual([...byTime.map((x) => x.updateTime)].sort((p, q) => q - p));
+  });
+});
