@@ -10,13 +10,22 @@
  * errors are ApiErrors; no proto types enter here.
  */
 import { createHash } from "node:crypto";
-import { count, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
-import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
@@ -191,13 +200,18 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     .where(eq(identities.uid, sql.placeholder("uid")))
     .prepare();
 
-  const where = (f: IdentityListFilter) =>
+  const where = (f: IdentityListFilter, bind: Bind = (v) => v) =>
     allOf([
-      ...uidpConditions(identities.uid, identities.parentUid, f.uidp),
-      f.name !== undefined ? eq(identities.name, f.name) : undefined,
-      f.kind !== undefined ? eq(identities.relationshipType, RELATIONSHIP_TYPES[f.kind]) : undefined,
-      withinConditions(identities.uid, f.within),
+      ...uidpConditions(identities.uid, identities.parentUid, f.uidp, bind),
+      f.name !== undefined ? eq(identities.name, bind(f.name) as string) : undefined,
+      f.kind !== undefined ? eq(identities.relationshipType, bind(RELATIONSHIP_TYPES[f.kind]) as number) : undefined,
+      withinConditions(identities.uid, f.within, bind),
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces.
+  const filterShape = (f: IdentityListFilter) =>
+    `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}${f.kind !== undefined ? "k" : ""}|${withinShape(f.within)}`;
+  const lists = preparedLists(db, identities, identities.uid, "identities");
 
   return {
     async get(uid) {
@@ -250,21 +264,12 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async list(filter, page) {
-      const col = identities[ORDER_FIELDS[page.order]];
-      const ks = keysetClauses(col, identities.uid, page, page.order === "uid");
-      return db
-        .select()
-        .from(identities)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset)
-        .all()
-        .map(toRecord);
+      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), identities[ORDER_FIELDS[page.order]], page) as IdentityRow[];
+      return rows.map(toRecord);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(identities).where(where(filter)));
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
 
     async updateMetadata(uid, changes, now) {

@@ -89,3 +89,48 @@ describe("the relationship columns", () => {
     expect(user?.relationship).toBeUndefined();
   });
 });
+
+describe("list and count with statements prepared once per query shape", () => {
+  it("each shape (name, kind, scopes), asked again with other values, answers for those values", async () => {
+    const groups = createGroupsRepository(opened.db);
+    const other = (await groups.create({ parentUid: null, name: "other", description: "", verified: false, kind: 0 }, NOW)).uid;
+    const made: { uid: string; parent: string; name: string; kind: string }[] = [];
+    for (const parent of [org, other]) {
+      for (const [name, relationship] of [
+        ["ci", { kind: "service_principal", servicePrincipal: 1 }],
+        ["robot", { kind: "service_principal", servicePrincipal: 2 }],
+        ["ci", { kind: "claim_match", issuer: { exact: "https://i" }, subject: { exact: "s" }, claims: {}, claimPatterns: {} }],
+      ] as const) {
+        const id = await repo.create({ parentUid: parent, name, description: "", company: "", relationship: relationship as Relationship }, NOW);
+        made.push({ uid: id.uid, parent, name, kind: relationship.kind });
+      }
+    }
+    const page = { order: "uid" as const, desc: false, offset: 0, limit: 100 };
+    type F = Parameters<IdentitiesRepository["list"]>[0];
+    const filters: F[] = [];
+    for (const parent of [org, other, org]) {
+      filters.push(
+        { uidp: { childrenOf: parent } },
+        { uidp: { childrenOf: parent }, name: "ci" },
+        { uidp: { childrenOf: parent }, kind: "service_principal" },
+        { uidp: { childrenOf: parent }, name: "ci", kind: "claim_match" },
+        { uidp: {}, within: [parent] },
+      );
+    }
+    filters.push({ uidp: {}, name: "robot", within: [org, other] }, { uidp: {}, kind: "static_keys" });
+    for (const f of filters) {
+      const want = made
+        .filter(
+          (m) =>
+            (f.uidp.childrenOf === undefined || m.parent === f.uidp.childrenOf) &&
+            (f.name === undefined || m.name === f.name) &&
+            (f.kind === undefined || m.kind === f.kind) &&
+            (f.within === undefined || f.within.includes(m.parent)),
+        )
+        .map((m) => m.uid)
+        .sort();
+      expect((await repo.list(f, page)).map((r) => r.uid).sort(), JSON.stringify(f)).toEqual(want);
+      expect(await repo.count(f), JSON.stringify(f)).toBe(want.length);
+    }
+  });
+});
