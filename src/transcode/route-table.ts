@@ -158,13 +158,19 @@ export function createRouteTable(services: readonly DescService[]): RouteTable {
       const allow = new Set<string>();
       for (const { raw, verb } of verbSplits(segs, verbList)) {
         const decoded = raw.map(lenientDecode);
-        for (const { node, ranges } of walk(root, decoded)) {
+        let found: RouteMatch | undefined;
+        walk(root, decoded, (node, ranges) => {
           const byMethod = node.ends.get(verb);
-          if (!byMethod) continue;
+          if (!byMethod) return false;
           const route = byMethod.get(httpMethod);
-          if (route) return { kind: "match", route, vars: captureVars(route, raw, ranges) };
+          if (route) {
+            found = { kind: "match", route, vars: captureVars(route, raw, ranges) };
+            return true;
+          }
           for (const m of byMethod.keys()) allow.add(m);
-        }
+          return false;
+        });
+        if (found) return found;
       }
       if (allow.size > 0) return { kind: "methodNotAllowed", allow: [...allow].sort() };
       return { kind: "notFound" };
@@ -243,35 +249,38 @@ function* verbSplits(segs: readonly string[], verbs: readonly string[]): Generat
 }
 
 /**
- * Depth-first over the trie in precedence order, yielding every node where the path ends.
- * `ranges[d]` is the [start, end) of the segments consumed by the part at depth d; it is only
- * valid while the consumer handles the yielded value.
+ * Depth-first over the trie in precedence order (literal, then `*`, then `**` with the
+ * shortest span first), calling `visit` at every node where the path ends until it returns
+ * true. `ranges[d]` is the [start, end) of the segments consumed by the part at depth d; it
+ * is only valid during the call. A plain recursion with a stop flag rather than recursive
+ * generators: `yield*` through every level was ~9 % of a REST GetGroup (docs/performance.md).
  */
-function* walk(root: Node, segs: readonly (string | undefined)[]): Generator<{ node: Node; ranges: [number, number][] }> {
+function walk(root: Node, segs: readonly (string | undefined)[], visit: (node: Node, ranges: [number, number][]) => boolean): void {
   const ranges: [number, number][] = [];
-  function* visit(node: Node, i: number, depth: number): Generator<{ node: Node; ranges: [number, number][] }> {
+  const descend = (node: Node, i: number, depth: number): boolean => {
     if (i === segs.length) {
-      if (node.ends.size > 0) yield { node, ranges };
+      if (node.ends.size > 0 && visit(node, ranges)) return true;
     } else {
       const seg = segs[i];
       const literal = seg === undefined ? undefined : node.literals.get(seg);
       if (literal) {
         ranges[depth] = [i, i + 1];
-        yield* visit(literal, i + 1, depth + 1);
+        if (descend(literal, i + 1, depth + 1)) return true;
       }
       if (node.star) {
         ranges[depth] = [i, i + 1];
-        yield* visit(node.star, i + 1, depth + 1);
+        if (descend(node.star, i + 1, depth + 1)) return true;
       }
     }
     if (node.dstar) {
       for (let end = i; end <= segs.length; end++) {
         ranges[depth] = [i, end];
-        yield* visit(node.dstar, end, depth + 1);
+        if (descend(node.dstar, end, depth + 1)) return true;
       }
     }
-  }
-  yield* visit(root, 0, 0);
+    return false;
+  };
+  descend(root, 0, 0);
 }
 
 function captureVars(route: Route, raw: readonly string[], ranges: readonly [number, number][]): Record<string, string> {
