@@ -1,7 +1,9 @@
 /**
- * Top self-time frames of a V8 .cpuprofile (what `npm run bench -- --profile` writes for the
- * Trellis process, or `node --cpu-prof` produces). Also a CLI:
- *   npx tsx bench/profile-top.ts bench/results/profiles/rest-get.cpuprofile [N]
+ * Top frames of a V8 .cpuprofile (what `npm run bench -- --profile` writes for the Trellis
+ * process, or `node --cpu-prof` produces), by self time or, with `--total`, by inclusive time
+ * (the samples in which the frame is anywhere on the stack: what a call costs with everything
+ * it calls). Also a CLI:
+ *   npx tsx bench/profile-top.ts bench/results/profiles/rest-get.cpuprofile [N] [--total]
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -11,6 +13,7 @@ interface CpuProfile {
   readonly nodes: readonly {
     readonly id: number;
     readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+    readonly children?: readonly number[];
   }[];
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
@@ -22,21 +25,35 @@ export interface Frame {
   readonly pct: number;
 }
 
-export function topSelfFrames(file: string, n = 15): Frame[] {
+export function topSelfFrames(file: string, n = 15, inclusive = false): Frame[] {
   const profile = JSON.parse(fs.readFileSync(file, "utf8")) as CpuProfile;
   const nameOf = new Map<number, string>();
+  const parentOf = new Map<number, number>();
   for (const node of profile.nodes) {
     const { functionName, url, lineNumber } = node.callFrame;
     const where = url ? `${shorten(url)}:${lineNumber + 1}` : "";
     nameOf.set(node.id, `${functionName || "(anonymous)"}${where ? ` ${where}` : ""}`);
+    for (const child of node.children ?? []) parentOf.set(child, node.id);
   }
   const self = new Map<string, number>();
   let total = 0;
   profile.samples.forEach((id, i) => {
     const dt = profile.timeDeltas[i] ?? 0;
     total += dt;
-    const name = nameOf.get(id) ?? "?";
-    self.set(name, (self.get(name) ?? 0) + dt);
+    if (!inclusive) {
+      const name = nameOf.get(id) ?? "?";
+      self.set(name, (self.get(name) ?? 0) + dt);
+      return;
+    }
+    // Each frame once per sample, however often it recurs on the stack.
+    const seen = new Set<string>();
+    for (let node: number | undefined = id; node !== undefined; node = parentOf.get(node)) {
+      const name = nameOf.get(node) ?? "?";
+      if (!seen.has(name)) {
+        seen.add(name);
+        self.set(name, (self.get(name) ?? 0) + dt);
+      }
+    }
   });
   return [...self.entries()]
     .sort((a, b) => b[1] - a[1])
@@ -54,10 +71,12 @@ function shorten(url: string): string {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  const [file, n] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const inclusive = args.includes("--total");
+  const [file, n] = args.filter((a) => a !== "--total");
   if (!file) {
-    process.stderr.write("usage: tsx bench/profile-top.ts FILE.cpuprofile [N]\n");
+    process.stderr.write("usage: tsx bench/profile-top.ts FILE.cpuprofile [N] [--total]\n");
     process.exit(2);
   }
-  for (const f of topSelfFrames(file, Number(n ?? 20))) process.stdout.write(`${f.pct.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}\n`);
+  for (const f of topSelfFrames(file, Number(n ?? 20), inclusive)) process.stdout.write(`${f.pct.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}\n`);
 }

@@ -1,5 +1,8 @@
 /**
- * Success bodies of the REST door: proto3 JSON from protobuf-es `toJson` with
+ * Success bodies of the REST door. Most response types go through the compiled writer in
+ * json-writer.ts; this file holds what it must equal, and the path for the types it does not
+ * compile (any reaching Struct, Any, Duration, wrappers, FieldMask): proto3 JSON from
+ * protobuf-es `toJson` with
  * `alwaysEmitImplicit: true` (lowerCamelCase names, int64 as strings, enums as names, default
  * values written out: `"resourceLimits": {}`, `"verified": false`, `"skipped": 0`), with
  * `response_body` honoured. Unset message fields and unset `optional` scalars are omitted
@@ -21,6 +24,7 @@
  */
 import { type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, toJson } from "@bufbuild/protobuf";
 import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { formatMillis, jsonWriterFor } from "./json-writer.js";
 import type { Route } from "./route-table.js";
 
 /**
@@ -30,13 +34,19 @@ import type { Route } from "./route-table.js";
  */
 export function renderResponse(route: Route, message: Message): string {
   const schema = route.method.output;
-  const json = toJson(schema, message, { alwaysEmitImplicit: true });
-  const shaped = normalizeMessage(schema, message as unknown as Record<string, unknown>, json);
+  const writer = jsonWriterFor(schema);
+  const shaped = writer ? writer(message) : renderWithToJson(schema, message);
   if (!route.responseField) return JSON.stringify(shaped);
   const field = route.responseField;
   const value = (shaped as JsonObject)[field.jsonName];
   if (value !== undefined) return JSON.stringify(value);
   return field.fieldKind === "message" && !SCALAR_JSON.has(field.message.typeName) ? "{}" : "null";
+}
+
+/** The reference rendering: protobuf-es `toJson` and the post-pass described above. */
+export function renderWithToJson(schema: DescMessage, message: Message): JsonValue {
+  const json = toJson(schema, message, { alwaysEmitImplicit: true });
+  return normalizeMessage(schema, message as unknown as Record<string, unknown>, json);
 }
 
 /** Well-known types whose JSON form is not an object: unset, they render as `null`. */
@@ -48,11 +58,8 @@ const SCALAR_JSON = new Set(
 
 /** `2026-11-22T10:00:00.000Z`: RFC 3339 UTC, exactly three fractional digits, truncated. */
 export function formatTimestampMillis(ts: Timestamp): string {
-  // toISOString always writes exactly three fractional digits, and nanos (0..999 999 999)
-  // truncated to whole milliseconds never carries into the seconds. Every valid Timestamp
-  // (years 0001-9999; toJson has already refused others) is inside Date's range. One Date and
-  // no string surgery: this runs twice per row of a List page (docs/performance.md).
-  return new Date(Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1_000_000)).toISOString();
+  // Nanos (0..999 999 999) truncated to whole milliseconds never carry into the seconds.
+  return formatMillis(Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1_000_000));
 }
 
 /** Returns the JSON for `message` with the post-pass applied (mutating `json` in place). */
