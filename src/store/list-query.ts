@@ -5,7 +5,7 @@
  * previous page with a row-value comparison `(col, uid) > (?, ?)`, which SQLite plans as one
  * index range with no sort (stack-notes gotcha G17). `offset` only serves `skip`.
  */
-import { and, asc, count, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, Column, count, desc, eq, getTableColumns, gt, inArray, is, isNull, lt, or, Param, Placeholder, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { countCacheFor } from "./count-cache.js";
 import type { Db } from "./db.js";
@@ -81,7 +81,9 @@ export function statementCache<S>(max = 256): (key: string, prepare: () => S) =>
  * count cache (count-cache.ts), keyed by shape and values.
  */
 export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, name: string) {
-  const listStmts = statementCache<{ all(values: Record<string, unknown>): unknown[] }>();
+  const listStmts = statementCache<RowsStatement>();
+  const columns = getTableColumns(table);
+  const toRow = rowMapper(columns);
   const countStmts = statementCache<{ get(values: Record<string, unknown>): { n: number } | undefined }>();
   const counts = countCacheFor(db);
   return {
@@ -92,16 +94,19 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
       const ks = keysetClauses(col, uid, page, col === uid, p.bind);
       const key = `${shape}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
       const stmt = listStmts(key, () =>
-        db
-          .select()
-          .from(table)
-          .where(allOf([filterSql, ks.where]))
-          .orderBy(...ks.orderBy)
-          .limit(sql.placeholder("limit"))
-          .offset(sql.placeholder("offset"))
-          .prepare(),
+        rowsStatement(
+          db,
+          db
+            .select(columns)
+            .from(table)
+            .where(allOf([filterSql, ks.where]))
+            .orderBy(...ks.orderBy)
+            .limit(sql.placeholder("limit"))
+            .offset(sql.placeholder("offset"))
+            .toSQL(),
+        ),
       );
-      return stmt.all({ ...p.values, limit: page.limit, offset: page.offset });
+      return stmt.rows({ ...p.values, limit: page.limit, offset: page.offset }).map(toRow);
     },
     /** count(*) of the rows the filter matches, remembered until the database changes. */
     count(shape: string, where: (bind: Bind) => SQL | undefined): number {
@@ -111,6 +116,65 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
       // The shape fixes the SQL text and the values complete it: together they name the query.
       return counts.count(`${name}|${shape}|${JSON.stringify(p.values)}`, () => stmt.get(p.values)?.n ?? 0);
     },
+  };
+}
+
+/** A select prepared once, run with named values, answering array rows (see rowMapper). */
+interface RowsStatement {
+  rows(values: Record<string, unknown>): unknown[][];
+}
+
+/**
+ * The SQL drizzle built for a query, prepared on the connection itself in raw (array) mode.
+ * Drizzle's own prepared query fills its parameters with `is()` prototype walks on every run;
+ * here each parameter's source (a named placeholder, one wrapped with its column's encoder,
+ * or a fixed value) is resolved once, when the statement is prepared.
+ */
+function rowsStatement(db: Db, query: { readonly sql: string; readonly params: readonly unknown[] }): RowsStatement {
+  const stmt = db.$client.prepare(query.sql).raw(true);
+  const named = (name: string, values: Record<string, unknown>): unknown => {
+    if (!(name in values)) throw new Error(`No value for placeholder "${name}" was provided`);
+    return values[name];
+  };
+  const fill = query.params.map((p): ((values: Record<string, unknown>) => unknown) => {
+    if (is(p, Placeholder)) return (values) => named(p.name, values);
+    if (is(p, Param) && is(p.value, Placeholder)) {
+      const { encoder, value } = p as Param & { value: Placeholder };
+      return (values) => encoder.mapToDriverValue(named(value.name, values));
+    }
+    return () => p;
+  });
+  return {
+    rows(values) {
+      const args = new Array<unknown>(fill.length);
+      for (let i = 0; i < fill.length; i++) args[i] = (fill[i] as (v: Record<string, unknown>) => unknown)(values);
+      return stmt.all(...args) as unknown[][];
+    },
+  };
+}
+
+/**
+ * Array rows of a select of `columns` (SQLite returns them in the order of the object's keys,
+ * as drizzle writes the select list) → objects as drizzle's own `all()` maps them. Drizzle
+ * decides per cell, with several `is()` prototype walks, which decoder to run; that was ~15 %
+ * of a REST List page (docs/performance.md). Here that is decided once per column: most
+ * columns (text, plain integers) come back as SQLite gives them, the others (booleans, JSON,
+ * blobs) through the column's own `mapFromDriverValue`, and NULL stays null, as in drizzle.
+ */
+export function rowMapper(columns: Record<string, Column>): (row: unknown[]) => Record<string, unknown> {
+  const keys = Object.keys(columns);
+  const decoders = keys.map((k) => {
+    const column = columns[k] as Column;
+    return column.mapFromDriverValue === Column.prototype.mapFromDriverValue ? undefined : (v: unknown) => column.mapFromDriverValue(v);
+  });
+  return (row) => {
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) {
+      const v = row[i];
+      const decode = decoders[i];
+      out[keys[i] as string] = decode === undefined || v === null ? v : decode(v);
+    }
+    return out;
   };
 }
 

@@ -8,9 +8,13 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { getTableColumns, getTableName, is } from "drizzle-orm";
+import { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
 import { createGroupsRepository } from "../../src/store/groups.js";
+import { rowMapper } from "../../src/store/list-query.js";
+import * as schema from "../../src/store/schema.js";
 import { createReposRepository, type RepoListFilter, type RepoRecord, type ReposRepository } from "../../src/store/repos.js";
 import {
   createTagsRepository,
@@ -146,5 +150,20 @@ describe("repos and tags list/count with cached prepared statements", () => {
     expect(uids(await tags.list(f, { ...page, after }))).toEqual(all.slice(3));
     const byTime = await tags.list(f, { ...page, order: "update_time" as never, desc: true, limit: 2 });
     expect(byTime.map((x) => x.updateTime)).toEqual([...byTime.map((x) => x.updateTime)].sort((p, q) => q - p));
+  });
+});
+
+describe("rowMapper", () => {
+  it("maps array rows of every table exactly as drizzle's all() maps them", () => {
+    let rows = 0;
+    for (const table of (Object.values(schema) as unknown[]).filter((t): t is SQLiteTable => is(t, SQLiteTable))) {
+      const columns = getTableColumns(table);
+      const ours = opened.db.select(columns).from(table).values().map(rowMapper(columns));
+      const drizzles = opened.db.select().from(table).all();
+      expect(ours, getTableName(table)).toEqual(drizzles);
+      rows += ours.length;
+    }
+    // groups, repos and tags hold rows here (text, integer, boolean and JSON-list columns).
+    expect(rows).toBeGreaterThan(30);
   });
 });
