@@ -10,7 +10,7 @@
  *   --only a,b         run only these scenario ids (ceilings they refer to are added)
  *   --profile          after the timed runs, profile the target (V8 sampling profiler, 100 µs)
  *                      for rest-get, grpc-get, rest-list, rest-list-depth-0, rest-create and
- *                      the two peers;
+ *                      the two peers (with --only: for each chosen Trellis or peer scenario);
  *                      writes <out dir>/profiles/<id>.cpuprofile, prints the top self-time frames
  *   --out FILE         JSON results (default bench/results/latest.json)
  *   --help             print this text
@@ -132,7 +132,14 @@ async function main(): Promise<number> {
   say(`  wrk ${env.wrk ?? "MISSING"}, h2load ${env.h2load ?? "MISSING"}; ${Object.entries(env.libraries).map(([k, v]) => `${k} ${v}`).join(", ")}; SQLite ${env.sqlite}`);
   if (missing.length > 0) say(`  missing: ${missing.join(", ")}${quick || forceNode ? " — using the Node loader (numbers are client-bound)" : " — those scenarios are skipped"}`);
 
-  // 2. Seed a fresh data dir.
+  // 2. The targets run the compiled build, as `npm start` does (bench/targets/spawn.ts).
+  const compile = spawnSync("npm", ["run", "--silent", "compile"], { cwd: ROOT, encoding: "utf8" });
+  if (compile.status !== 0) {
+    process.stderr.write(`npm run compile failed:\n${compile.stdout}${compile.stderr}\n`);
+    return 1;
+  }
+
+  // 3. Seed a fresh data dir.
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-bench-"));
   const targets: Target[] = [];
   try {
@@ -144,7 +151,7 @@ async function main(): Promise<number> {
       `seeded ${fixture.treeGroups} groups over 3 levels, ${fixture.size.identities} identities, ${deepRows} list rows in ${fixture.seconds.toFixed(1)} s`,
     );
 
-    // 3. Targets, pinned to the server core. The bare servers answer with a real GetGroup body.
+    // 4. Targets, pinned to the server core. The bare servers answer with a real GetGroup body.
     const start = async (kind: string, config: object) => {
       const t = await startTarget(kind, config, serverCpu);
       targets.push(t);
@@ -167,7 +174,7 @@ async function main(): Promise<number> {
     ]);
     const byKind: Record<TargetKind, Target> = { trellis, peer, "peer-noauth": peerNoAuth, "bare-h1": bareH1, "bare-h2": bareH2 };
 
-    // 4. Page tokens for the depth scenarios: walk the chain (200 rows a page; the token does not bind page_size).
+    // 5. Page tokens for the depth scenarios: walk the chain (200 rows a page; the token does not bind page_size).
     const depthTokens = await walkTokens(trellis.url, `uidp.children_of=${fixture.deepOrg}`, depths.filter((d) => d > 0), authHeader);
     const input: ScenarioInput = { ...fixture, depthTokens, depths, auth };
     const only = flags.only?.split(",").filter(Boolean);
@@ -180,7 +187,7 @@ async function main(): Promise<number> {
       raws = raws.filter((s) => wanted.has(s.id));
     }
 
-    // 5. Sample check: every scenario's response must be the real success before it is timed.
+    // 6. Sample check: every scenario's response must be the real success before it is timed.
     const runnable: { s: LoadScenario; gen: LoadGenerator }[] = [];
     const results = new Map<string, ScenarioResult>();
     for (const s of scenarios) {
@@ -200,7 +207,7 @@ async function main(): Promise<number> {
     }
     for (const [id, r] of results) say(`  ${r.status.toUpperCase()} ${id}: ${r.note}`);
 
-    // 6. Warm-up, then RUNS rounds that alternate scenarios.
+    // 7. Warm-up, then RUNS rounds that alternate scenarios.
     let runSeq = 0;
     const options = (seconds: number, proto: "h1" | "h2"): LoadOptions => ({
       seconds,
@@ -265,7 +272,7 @@ async function main(): Promise<number> {
       }
     }
 
-    // 7. CreateGroup: every OK call must be exactly one new row.
+    // 8. CreateGroup: every OK call must be exactly one new row.
     const finalTrellis = await trellis.usage();
     if (runnable.some((x) => x.s.id === "rest-create")) {
       const db = new Database(databaseFile(dataDir), { readonly: true });
@@ -276,7 +283,7 @@ async function main(): Promise<number> {
       else say(`rest-create: ${rows} rows written = ${ok} OK calls`);
     }
 
-    // 8. Results.
+    // 9. Results.
     const rssOf = async (t: Target) => (await t.usage()).maxRssKb / 1024;
     const rss = new Map<TargetKind, number>();
     for (const kind of Object.keys(byKind) as TargetKind[]) rss.set(kind, await rssOf(byKind[kind]));
@@ -296,12 +303,14 @@ async function main(): Promise<number> {
     for (const r of raws) all.push(summarize(r, "raw", rawRuns.get(r.id) ?? [], { generator: "in-process", status: "ok", peakRssMb: undefined }));
     const final = withRatios(all, scenarios);
 
-    // 9. Optional profiles of the Trellis process (and of the peer, for the auth hooks).
+    // 10. Optional profiles of the Trellis process (and of the peer, for the auth hooks).
     const profiles: Record<string, { file: string; top: ReturnType<typeof topSelfFrames> }> = {};
     if (flags.profile) {
       const dir = path.join(path.dirname(flags.out as string), "profiles");
       fs.mkdirSync(dir, { recursive: true });
-      for (const id of ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create", "grpc-peer-get", "grpc-peer-get-noauth"]) {
+      const chosen = only ? runnable.filter((r) => only.includes(r.s.id) && (r.s.target === "trellis" || r.s.target === "peer")).map((r) => r.s.id) : [];
+      const ids = chosen.length > 0 ? chosen : ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create", "grpc-peer-get", "grpc-peer-get-noauth"];
+      for (const id of ids) {
         const x = runnable.find((r) => r.s.id === id);
         if (!x) continue;
         const file = path.join(dir, `${id}.cpuprofile`);

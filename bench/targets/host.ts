@@ -1,5 +1,5 @@
 /**
- * Entry of every benchmark target process: `node --import tsx bench/targets/host.ts <kind> <json>`.
+ * Entry of every benchmark target process, compiled: `node dist/bench/targets/host.js <kind> <json>`.
  * The runner starts it pinned to the server core and talks to it over the IPC channel
  * (control.ts): the target reports `ready` with its URL, then answers usage, profiling and
  * raw-ceiling requests. Kinds:
