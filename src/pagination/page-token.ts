@@ -8,7 +8,7 @@
  *
  * Layout: base64url( version:1 | iv:12 | ciphertext | tag:16 ).
  */
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, randomFillSync } from "node:crypto";
 
 /** What a token remembers between pages. */
 export interface PageState {
@@ -35,6 +35,25 @@ export type DecodedToken =
 export const PAGE_TOKEN_LIFETIME_MS = 3 * 24 * 60 * 60 * 1000;
 
 const VERSION = 1;
+const VERSION_BYTE = Buffer.from([VERSION]);
+
+/**
+ * Random 96-bit GCM IVs, drawn from the CSPRNG 1 024 at a time: one randomBytes call per
+ * token was a third of encoding one (~3 of ~8.5 µs; every List page encodes one). Each IV is
+ * still fresh random bytes, used once.
+ */
+const IV_POOL = Buffer.alloc(12 * 1024);
+let ivOffset = IV_POOL.length;
+function nextIv(): Buffer {
+  if (ivOffset === IV_POOL.length) {
+    randomFillSync(IV_POOL);
+    ivOffset = 0;
+  }
+  // A copy: the pool is refilled in place later, and the IV is part of the token.
+  const iv = Buffer.from(IV_POOL.subarray(ivOffset, ivOffset + 12));
+  ivOffset += 12;
+  return iv;
+}
 
 export interface PageTokenCodec {
   encode(state: PageState): string;
@@ -46,10 +65,11 @@ export function createPageTokenCodec(key: Uint8Array): PageTokenCodec {
   if (key.length !== 32) throw new Error("page-token key must be 32 bytes");
   return {
     encode(state) {
-      const iv = randomBytes(12);
+      const iv = nextIv();
       const cipher = createCipheriv("aes-256-gcm", key, iv);
-      const body = Buffer.concat([cipher.update(JSON.stringify(compact(state)), "utf8"), cipher.final()]);
-      return Buffer.concat([Buffer.from([VERSION]), iv, body, cipher.getAuthTag()]).toString("base64url");
+      const body = cipher.update(JSON.stringify(compact(state)), "utf8");
+      cipher.final(); // GCM is a stream mode: final() adds no bytes, it computes the tag
+      return Buffer.concat([VERSION_BYTE, iv, body, cipher.getAuthTag()]).toString("base64url");
     },
     decode(token, now) {
       if (!/^[A-Za-z0-9_-]{30,2048}$/.test(token)) return { kind: "invalid" };

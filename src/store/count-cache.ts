@@ -9,7 +9,9 @@
  *   (it only grows; a rolled-back write still moves it, which merely costs a recount);
  * - `PRAGMA data_version`: changes whenever ANOTHER connection commits (the import tool, a
  *   second process reading the same file, sqlite3 at the shell).
- * Reading both is one prepared statement (~3 µs). Any write to any table invalidates every
+ * Reading both costs ~3.5 µs, nearly all of it the pragma (it takes SQLite's read lock on the
+ * WAL); as two plucked statements it is ~1.5 µs cheaper than one select from the pragma's
+ * table-valued function. Any write to any table invalidates every
  * entry: simple and safe; a write-heavy workload simply counts as it did before.
  *
  * Counts run outside write transactions (better-sqlite3 is synchronous, and neither
@@ -58,13 +60,13 @@ export function cachedCount(db: Db, query: CountQuery): number {
 }
 
 export function createCountCache(db: Db, maxEntries = MAX_ENTRIES): CountCache {
-  const versionStmt = db.$client.prepare("SELECT total_changes() AS c, data_version AS v FROM pragma_data_version");
+  const changesStmt = db.$client.prepare("SELECT total_changes()").pluck();
+  const dataVersionStmt = db.$client.prepare("PRAGMA data_version").pluck();
   const entries = new Map<string, number>();
   let version = "";
   return {
     count(key, run) {
-      const now = versionStmt.get() as { c: number; v: number };
-      const current = `${now.c}:${now.v}`;
+      const current = `${changesStmt.get() as number}:${dataVersionStmt.get() as number}`;
       if (current !== version) {
         entries.clear();
         version = current;
