@@ -5,7 +5,7 @@
  * multi-row invariant in one BEGIN IMMEDIATE transaction. Errors are ApiErrors; no proto
  * types enter here.
  */
-import { and, asc, eq, isNull, or, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, isNull, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
 import { builtInRoleUid } from "./builtin-roles.js";
 import type { Db } from "./db.js";
@@ -15,6 +15,7 @@ import {
   type Bind,
   type KeysetQuery,
   preparedLists,
+  preparedSelect,
   type UidpFilter,
   uidpConditions,
   uidpShape,
@@ -125,7 +126,8 @@ export interface GroupsRepository {
 }
 
 export function createGroupsRepository(db: Db): GroupsRepository {
-  const getStmt = db.select().from(groups).where(eq(groups.uid, sql.placeholder("uid"))).prepare();
+  const columns = getTableColumns(groups);
+  const getStmt = preparedSelect<GroupRecord>(db, columns, db.select(columns).from(groups).where(eq(groups.uid, sql.placeholder("uid"))).toSQL());
 
   const where = (f: GroupListFilter, bind?: Bind) =>
     allOf([
