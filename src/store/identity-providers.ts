@@ -7,12 +7,21 @@
  * login flow. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
  * ApiErrors; no proto types enter here.
  */
-import { count, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
-import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
 import { newUidp } from "./uidp.js";
@@ -112,12 +121,16 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
     .where(eq(identityProviders.uid, sql.placeholder("uid")))
     .prepare();
 
-  const where = (f: IdentityProviderListFilter) =>
+  const where = (f: IdentityProviderListFilter, bind: Bind) =>
     allOf([
-      ...uidpConditions(identityProviders.uid, identityProviders.parentUid, f.uidp),
-      f.name !== undefined ? eq(identityProviders.name, f.name) : undefined,
-      withinConditions(identityProviders.uid, f.within),
+      ...uidpConditions(identityProviders.uid, identityProviders.parentUid, f.uidp, bind),
+      f.name !== undefined ? eq(identityProviders.name, bind(f.name) as string) : undefined,
+      withinConditions(identityProviders.uid, f.within, bind),
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces.
+  const filterShape = (f: IdentityProviderListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  const lists = preparedLists(db, identityProviders, identityProviders.uid, "identity_providers");
 
   return {
     async get(uid) {
@@ -170,20 +183,11 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
 
     async list(filter, page) {
       const col = identityProviders[ORDER_FIELDS[page.order]];
-      const ks = keysetClauses(col, identityProviders.uid, page, page.order === "uid");
-      return db
-        .select()
-        .from(identityProviders)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset)
-        .all()
-        .map(toRecord);
+      return (lists.page(filterShape(filter), (bind) => where(filter, bind), col, page) as IdentityProviderRow[]).map(toRecord);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(identityProviders).where(where(filter)));
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
 
     async clientSecret(uid) {

@@ -7,15 +7,24 @@
  * numbers. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
  * ApiErrors; no proto types enter here.
  */
-import { count, eq, or, sql } from "drizzle-orm";
+import { eq, or, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
-import { cachedCount } from "./count-cache.js";
 import { type Db, writeTransaction } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
@@ -99,12 +108,16 @@ export interface RolesRepository {
 export function createRolesRepository(db: Db): RolesRepository {
   const getStmt = db.select().from(roles).where(eq(roles.uid, sql.placeholder("uid"))).prepare();
 
-  const where = (f: RoleListFilter) =>
+  const where = (f: RoleListFilter, bind: Bind) =>
     allOf([
-      ...uidpConditions(roles.uid, roles.parentUid, f.uidp),
-      f.name !== undefined ? eq(roles.name, f.name) : undefined,
-      f.within === undefined ? undefined : or(eq(roles.builtIn, true), withinConditions(roles.uid, f.within)),
+      ...uidpConditions(roles.uid, roles.parentUid, f.uidp, bind),
+      f.name !== undefined ? eq(roles.name, bind(f.name) as string) : undefined,
+      f.within === undefined ? undefined : or(eq(roles.builtIn, true), withinConditions(roles.uid, f.within, bind)),
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces.
+  const filterShape = (f: RoleListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  const lists = preparedLists(db, roles, roles.uid, "roles");
 
   /** The role as a mutation sees it. @throws NOT_FOUND; FAILED_PRECONDITION for a built-in role. */
   const requireCustomRole = (tx: Db, uid: string, verb: string): RoleRow => {
@@ -165,21 +178,12 @@ export function createRolesRepository(db: Db): RolesRepository {
     },
 
     async list(filter, page) {
-      const col = roles[ORDER_FIELDS[page.order]];
-      const ks = keysetClauses(col, roles.uid, page, page.order === "uid");
-      return db
-        .select()
-        .from(roles)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset)
-        .all()
-        .map(toRecord);
+      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), roles[ORDER_FIELDS[page.order]], page) as RoleRow[];
+      return rows.map(toRecord);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(roles).where(where(filter)));
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
   };
 }

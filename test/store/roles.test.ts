@@ -16,7 +16,7 @@ import { grantableCapability } from "../../src/services/iam/roles.js";
 import { BUILT_IN_ROLES, builtInRoleUid, CAPABILITY_NUMBERS } from "../../src/store/builtin-roles.js";
 import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
 import { createGroupsRepository } from "../../src/store/groups.js";
-import { createRolesRepository, ensureBuiltInRoles } from "../../src/store/roles.js";
+import { createRolesRepository, ensureBuiltInRoles, type RoleRecord } from "../../src/store/roles.js";
 import { groupInvites, roles } from "../../src/store/schema.js";
 
 const NOW = 1_800_000_000_000;
@@ -130,5 +130,36 @@ describe("deleting a role", () => {
 
     const builtIn = await repo.delete(builtInRoleUid("viewer")).catch((e: unknown) => e);
     expect((builtIn as ApiError).preconditionViolations[0]?.type).toBe("BUILT_IN_ROLE");
+  });
+});
+
+describe("listing roles (statements prepared once per filter shape)", () => {
+  it("answers each shape for the values asked, again with other values, built-ins visible within any scope", async () => {
+    await ensureBuiltInRoles(opened.db, NOW);
+    const groups = createGroupsRepository(opened.db);
+    const repo = createRolesRepository(opened.db);
+    const orgs: string[] = [];
+    for (const name of ["org-a", "org-b"]) orgs.push((await groups.create({ parentUid: null, name, description: "", verified: false, kind: 0 }, NOW)).uid);
+    const [a, b] = orgs as [string, string];
+    const custom: RoleRecord[] = [];
+    for (const org of orgs) for (const name of ["reader", "writer"]) custom.push(await repo.create({ parentUid: org, name, description: "", capabilities: [] }, NOW));
+    const builtIns = BUILT_IN_ROLES.map((r) => builtInRoleUid(r.name)).sort();
+    const page = { order: "uid" as const, desc: false, offset: 0, limit: 1000 };
+    const uids = async (filter: Parameters<typeof repo.list>[0]) => (await repo.list(filter, page)).map((r) => r.uid).sort();
+    const expected = (pred: (r: RoleRecord) => boolean) => custom.filter(pred).map((r) => r.uid).sort();
+
+    for (const org of [a, b, a]) {
+      expect(await uids({ uidp: { childrenOf: org } })).toEqual(expected((r) => r.parentUid === org));
+      expect(await repo.count({ uidp: { childrenOf: org } })).toBe(2);
+      expect(await uids({ uidp: { childrenOf: org }, name: "writer" })).toEqual(expected((r) => r.parentUid === org && r.name === "writer"));
+      expect(await uids({ uidp: {}, within: [org] })).toEqual([...expected((r) => r.parentUid === org), ...builtIns].sort());
+      expect(await repo.count({ uidp: {}, within: [org] })).toBe(2 + builtIns.length);
+    }
+    for (const name of ["reader", "writer", "nobody"]) {
+      expect(await uids({ uidp: {}, name })).toEqual(expected((r) => r.name === name));
+    }
+    expect(await uids({ uidp: {}, within: [] })).toEqual(builtIns);
+    const after = { value: custom[0]?.uid as string, uid: custom[0]?.uid as string };
+    expect((await repo.list({ uidp: { childrenOf: a } }, { ...page, after })).map((r) => r.uid)).toEqual(expected((r) => r.parentUid === a && r.uid > after.uid));
   });
 });
