@@ -62,10 +62,18 @@ function compilable(desc: DescMessage, seen: Set<DescMessage>): boolean {
   for (const field of desc.fields) {
     if (field.jsonName === "__proto__") return false;
     if ((field.fieldKind === "scalar" || field.fieldKind === "enum" || field.fieldKind === "message") && field.presence === FeatureSet_FieldPresence.LEGACY_REQUIRED) return false;
-    const nested = field.fieldKind === "message" ? field.message : field.fieldKind !== "scalar" && field.fieldKind !== "enum" && (field.fieldKind === "list" ? field.listKind : field.mapKind) === "message" ? field.message : undefined;
+    const nested = nestedMessage(field);
     if (nested && !compilable(nested, seen)) return false;
   }
   return true;
+}
+
+/** The message type a field holds: message fields, and lists/maps of messages. */
+export function nestedMessage(field: DescField): DescMessage | undefined {
+  if (field.fieldKind === "message") return field.message;
+  if (field.fieldKind === "list" && field.listKind === "message") return field.message;
+  if (field.fieldKind === "map" && field.mapKind === "message") return field.message;
+  return undefined;
 }
 
 /** `compiling` ties recursive types to one writer each (a type may contain itself). */

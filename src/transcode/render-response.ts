@@ -24,7 +24,7 @@
  */
 import { type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, toJson } from "@bufbuild/protobuf";
 import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
-import { formatMillis, jsonWriterFor } from "./json-writer.js";
+import { formatMillis, jsonWriterFor, nestedMessage } from "./json-writer.js";
 import type { Route } from "./route-table.js";
 
 /**
@@ -98,12 +98,4 @@ function normalizeMessage(schema: DescMessage, message: Record<string, unknown>,
 function oneofValue(message: Record<string, unknown>, field: DescField): unknown {
   const group = message[(field.oneof as { localName: string }).localName] as { case?: string; value?: unknown } | undefined;
   return group?.case === field.localName ? group.value : undefined;
-}
-
-/** The message type to walk into: message fields, and lists/maps of messages. */
-function nestedMessage(field: DescField): DescMessage | undefined {
-  if (field.fieldKind === "message") return field.message;
-  if (field.fieldKind === "list" && field.listKind === "message") return field.message;
-  if (field.fieldKind === "map" && field.mapKind === "message") return field.message;
-  return undefined;
 }
