@@ -10,11 +10,14 @@ export interface GoalCheck {
   readonly measured?: number;
   readonly unit: string;
   readonly holds?: boolean;
+  /** What the reader needs to weigh the figure (e.g. the ceiling it is bounded by). */
+  readonly note?: string;
 }
 
 export function checkGoals(results: readonly ScenarioResult[]): GoalCheck[] {
   const byId = new Map(results.filter((r) => r.runs.length > 0).map((r) => [r.id, r]));
   const cpu = (id: string) => byId.get(id)?.cpuUsPerReq?.median;
+  const spread = (id: string) => byId.get(id)?.cpuUsPerReq;
   const ratio = (num: number | undefined, den: number | undefined) => (num !== undefined && den !== undefined ? num / den : undefined);
   const atLeast = (goal: string, measured: number | undefined, min: number, unit = "×"): GoalCheck => ({
     goal,
@@ -36,22 +39,45 @@ export function checkGoals(results: readonly ScenarioResult[]): GoalCheck[] {
     atLeast("Connect binary (h1) ≥ 0.40 of bare node:http (CPU)", ratio(cpu("bare-h1"), cpu("connect-proto-h1-get")), 0.4),
     atLeast("gRPC-web ≥ 0.25 of bare node:http (CPU)", ratio(cpu("bare-h1"), cpu("grpc-web-get")), 0.25),
     atMost("List at row 100,000 ≤ 1.5× page 1 (CPU)", ratio(cpu("rest-list-depth-2"), cpu("rest-list-depth-0")), 1.5, "×"),
-    atLeast("CreateGroup ≥ 2,500 writes/s with synchronous=FULL", byId.get("rest-create")?.rps?.median, 2500, "/s"),
+    withNote(
+      atLeast("CreateGroup ≥ 2,500 writes/s with synchronous=FULL", byId.get("rest-create")?.rps?.median, 2500, "/s"),
+      byId.get("raw-insert")?.rps?.median,
+      (raw) => `this disk's raw single-row INSERT ceiling: ${Math.round(raw).toLocaleString("en-US")}/s`,
+    ),
     atMost("Token verification adds ≤ 15 µs per call (the auth hooks in-process, raw-auth)", cpu("raw-auth"), 15, "µs"),
-    atMost(
-      "Token verification adds ≤ 15 µs per call (end to end: peer with − without the auth hooks; noisy)",
-      ratio((cpu("grpc-peer-get") ?? Number.NaN) - (cpu("grpc-peer-get-noauth") ?? Number.NaN), 1),
-      15,
-      "µs",
+    endToEndAuth(
+      atMost(
+        "Token verification adds ≤ 15 µs per call (end to end: peer with − without the auth hooks; noisy)",
+        ratio((cpu("grpc-peer-get") ?? Number.NaN) - (cpu("grpc-peer-get-noauth") ?? Number.NaN), 1),
+        15,
+        "µs",
+      ),
+      spread("grpc-peer-get"),
+      spread("grpc-peer-get-noauth"),
     ),
   ].map((g) => (g.measured !== undefined && Number.isNaN(g.measured) ? { ...g, measured: undefined, holds: undefined } : g));
 }
 
+function withNote(g: GoalCheck, value: number | undefined, note: (v: number) => string): GoalCheck {
+  return value === undefined ? g : { ...g, note: note(value) };
+}
+
+/**
+ * The end-to-end token cost is the difference of two medians of ~150-500 µs. When the runs of
+ * the two peers overlap, that difference is run-to-run noise, not a measurement: say so
+ * instead of a verdict (raw-auth is the precise figure).
+ */
+function endToEndAuth(g: GoalCheck, withHooks?: { min: number; max: number }, without?: { min: number; max: number }): GoalCheck {
+  if (g.measured === undefined || Number.isNaN(g.measured) || !withHooks || !without) return g;
+  if (withHooks.min > without.max) return g;
+  return { ...g, holds: undefined, note: "within the two peers' run-to-run spread; see raw-auth" };
+}
+
 export function goalsText(goals: readonly GoalCheck[]): string {
   const lines = goals.map((g) => {
-    const mark = g.holds === undefined ? "  n/a " : g.holds ? "  met " : "  MISS";
+    const mark = g.holds === undefined ? (g.measured === undefined ? "  n/a " : "  ~   ") : g.holds ? "  met " : "  MISS";
     const value = g.measured === undefined ? "not measured" : `${g.measured.toLocaleString("en-US", { maximumFractionDigits: g.unit === "×" ? 2 : 0 })}${g.unit === "×" ? "×" : ` ${g.unit}`}`;
-    return `${mark}  ${g.goal}: ${value}`;
+    return `${mark}  ${g.goal}: ${value}${g.note ? ` (${g.note})` : ""}`;
   });
   return ["issue 8 targets (informational, never fails the run):", ...lines].join("\n");
 }
