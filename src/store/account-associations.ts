@@ -6,13 +6,22 @@
  * (`AccountProviders`). Every check-then-write runs in one BEGIN IMMEDIATE transaction;
  * errors are ApiErrors; no proto types enter here.
  */
-import { count, eq, type SQL, sql } from "drizzle-orm";
+import { eq, type SQL, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../errors/api-error.js";
-import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
 
 export interface GitHubInstallation {
@@ -99,12 +108,17 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     .where(eq(accountAssociations.uid, sql.placeholder("uid")))
     .prepare();
 
-  const where = (f: AccountAssociationListFilter) =>
+  const where = (f: AccountAssociationListFilter, bind: Bind) =>
     allOf([
-      ...hierarchyConditions(f.uidp),
-      f.name !== undefined ? eq(accountAssociations.name, f.name) : undefined,
-      withinConditions(accountAssociations.uid, f.within),
+      ...hierarchyConditions(f.uidp, bind),
+      f.name !== undefined ? eq(accountAssociations.name, bind(f.name) as string) : undefined,
+      withinConditions(accountAssociations.uid, f.within, bind),
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces (hierarchyConditions depends on the
+  // same flags and counts as uidpConditions, so uidpShape names it too).
+  const filterShape = (f: AccountAssociationListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  const lists = preparedLists(db, accountAssociations, accountAssociations.uid, "account_associations");
 
   return {
     async get(uid) {
@@ -160,20 +174,11 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
 
     async list(filter, page) {
       const col = accountAssociations[ORDER_FIELDS[page.order]];
-      const ks = keysetClauses(col, accountAssociations.uid, page, page.order === "uid");
-      return db
-        .select()
-        .from(accountAssociations)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset)
-        .all()
-        .map(toRecord);
+      return (lists.page(filterShape(filter), (bind) => where(filter, bind), col, page) as AccountAssociationRow[]).map(toRecord);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(accountAssociations).where(where(filter)));
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
   };
 }
@@ -189,13 +194,14 @@ export function accountAssociationOrderValue(row: AccountAssociationRecord, orde
  * under "P/" with no further '/', a root has no '/'. The other filters are the shared ones;
  * the uid column stands in for the parent column they never read.
  */
-function hierarchyConditions(f: UidpFilter): SQL[] {
+function hierarchyConditions(f: UidpFilter, bind: Bind): SQL[] {
   const { childrenOf, inRoot, ...rest } = f;
   const uid = accountAssociations.uid;
-  const out = uidpConditions(uid, uid, rest);
+  const out = uidpConditions(uid, uid, rest, bind);
   if (childrenOf) {
-    out.push(...uidpConditions(uid, uid, { descendantsOf: childrenOf }));
-    out.push(sql`instr(substr(${uid}, ${childrenOf.length + 2}), '/') = 0`);
+    out.push(...uidpConditions(uid, uid, { descendantsOf: childrenOf }, bind));
+    // A value like any other: the statement is prepared once for every children_of parent.
+    out.push(sql`instr(substr(${uid}, ${bind(childrenOf.length + 2)}), '/') = 0`);
   }
   if (inRoot) out.push(sql`instr(${uid}, '/') = 0`);
   return out;
