@@ -1,5 +1,7 @@
 /**
- * Building blocks shared by every repository's List: the UIDP filter and keyset paging.
+ * Building blocks shared by every repository's List: the UIDP filter and keyset paging, and
+ * the hot-path statements (`preparedLists`, `preparedSelect`): SQL that drizzle builds once
+ * per query shape, prepared on the connection and run without drizzle's per-call work.
  *
  * Keyset paging orders by (order column, uid) and continues after the last row of the
  * previous page with a row-value comparison `(col, uid) > (?, ?)`, which SQLite plans as one
