@@ -6,7 +6,7 @@
  *
  * Why compile at all: tsx, which the CLI and the tests use, compiles with esbuild's
  * `keepNames`, which wraps every function created at run time in a call that defines its
- * `name` (~0.7 µs a closure; 15-25 % of a unary call, docs/performance.md). This runs the same
+ * `name` (~0.7 µs a closure; 10-25 % of a unary call, docs/performance.md). This runs the same
  * esbuild without it. Why esbuild rather than tsc: it is a runtime dependency (tsx's own), so
  * `npm start` also works after `npm ci --omit=dev`, and it takes well under a second.
  * Type-checking is `npm run build` (tsc), as before.
