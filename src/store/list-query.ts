@@ -84,6 +84,7 @@ export function statementCache<S>(max = 256): (key: string, prepare: () => S) =>
  */
 export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, name: string) {
   const listStmts = statementCache<RowsStatement>();
+  const joinedStmts = statementCache<{ all(values: Record<string, unknown>): unknown[] }>();
   const columns = getTableColumns(table);
   const toRow = rowMapper(columns);
   const countStmts = statementCache<{ get(values: Record<string, unknown>): { n: number } | undefined }>();
@@ -110,6 +111,32 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
       );
       return stmt.rows({ ...p.values, limit: page.limit, offset: page.offset }).map(toRow);
     },
+    /**
+     * One keyset page of a joined read whose rows drizzle maps (nested objects): `select`
+     * gives the select with its joins, finished here with the page's WHERE, ORDER BY, LIMIT
+     * and OFFSET and prepared once per shape like `page`.
+     */
+    joinedPage(
+      shape: string,
+      where: (bind: Bind) => SQL | undefined,
+      col: SQLiteColumn,
+      page: KeysetQuery<string>,
+      select: () => JoinedSelect,
+    ): unknown[] {
+      const p = placeholders();
+      const filterSql = where(p.bind);
+      const ks = keysetClauses(col, uid, page, col === uid, p.bind);
+      const key = `${shape}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
+      const stmt = joinedStmts(key, () =>
+        select()
+          .where(allOf([filterSql, ks.where]))
+          .orderBy(...ks.orderBy)
+          .limit(sql.placeholder("limit"))
+          .offset(sql.placeholder("offset"))
+          .prepare(),
+      );
+      return stmt.all({ ...p.values, limit: page.limit, offset: page.offset });
+    },
     /** count(*) of the rows the filter matches, remembered until the database changes. */
     count(shape: string, where: (bind: Bind) => SQL | undefined): number {
       const p = placeholders();
@@ -118,6 +145,15 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
       // The shape fixes the SQL text and the values complete it: together they name the query.
       return counts.count(`${name}|${shape}|${JSON.stringify(p.values)}`, () => stmt.get(p.values)?.n ?? 0);
     },
+  };
+}
+
+/** What joinedPage needs of a drizzle select with joins (the builder's own methods). */
+export interface JoinedSelect {
+  where(where: SQL | undefined): {
+    orderBy(...columns: SQL[]): {
+      limit(limit: Placeholder): { offset(offset: Placeholder): { prepare(): { all(values: Record<string, unknown>): unknown[] } } };
+    };
   };
 }
 

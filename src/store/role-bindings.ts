@@ -15,13 +15,23 @@
  * (cross-organization) reference get the same answer, so the error is no existence oracle.
  * Errors are ApiErrors; no proto types enter here.
  */
-import { and, count, eq, ne, sql } from "drizzle-orm";
+import { and, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
-import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type JoinedSelect,
+  type KeysetQuery,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
 import { isAncestorOrSelf, newUidp } from "./uidp.js";
 
@@ -147,14 +157,19 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
     .where(eq(roleBindings.identityUid, sql.placeholder("identityUid")))
     .prepare();
 
-  const where = (f: RoleBindingListFilter) =>
+  const where = (f: RoleBindingListFilter, bind: Bind) =>
     allOf([
-      ...uidpConditions(roleBindings.uid, roleBindings.groupUid, f.uidp),
-      withinConditions(roleBindings.uid, f.within),
-      f.identityUid !== undefined ? eq(roleBindings.identityUid, f.identityUid) : undefined,
-      f.groupUid !== undefined ? eq(roleBindings.groupUid, f.groupUid) : undefined,
-      f.roleUid !== undefined ? eq(roleBindings.roleUid, f.roleUid) : undefined,
+      ...uidpConditions(roleBindings.uid, roleBindings.groupUid, f.uidp, bind),
+      withinConditions(roleBindings.uid, f.within, bind),
+      f.identityUid !== undefined ? eq(roleBindings.identityUid, bind(f.identityUid) as string) : undefined,
+      f.groupUid !== undefined ? eq(roleBindings.groupUid, bind(f.groupUid) as string) : undefined,
+      f.roleUid !== undefined ? eq(roleBindings.roleUid, bind(f.roleUid) as string) : undefined,
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces.
+  const filterShape = (f: RoleBindingListFilter) =>
+    `${uidpShape(f.uidp)}|${withinShape(f.within)}|${f.identityUid !== undefined ? "i" : ""}${f.groupUid !== undefined ? "g" : ""}${f.roleUid !== undefined ? "r" : ""}`;
+  const lists = preparedLists(db, roleBindings, roleBindings.uid, "role_bindings");
 
   return {
     async get(uid) {
@@ -203,17 +218,11 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
 
     async list(filter, page) {
       const col = roleBindings[ORDER_FIELDS[page.order]];
-      const ks = keysetClauses(col, roleBindings.uid, page, page.order === "uid");
-      return read(db)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset)
-        .all();
+      return lists.joinedPage(filterShape(filter), (bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect) as RoleBindingRecord[];
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(roleBindings).where(where(filter)));
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
 
     async grantsOf(identityUid) {
