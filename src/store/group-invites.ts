@@ -9,13 +9,23 @@
  * ApiErrors; no proto types enter here.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { and, count, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
-import { cachedCount } from "./count-cache.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
-import { allOf, type KeysetQuery, keysetClauses, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type JoinedSelect,
+  type KeysetQuery,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
@@ -115,12 +125,16 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
   const read = (tx: Db) => tx.select(READ_COLUMNS).from(groupInvites).leftJoin(roles, eq(roles.uid, groupInvites.roleUid));
   const getStmt = read(db).where(eq(groupInvites.uid, sql.placeholder("uid"))).prepare();
 
-  const where = (f: GroupInviteListFilter) =>
+  const where = (f: GroupInviteListFilter, bind: Bind) =>
     allOf([
-      ...uidpConditions(groupInvites.uid, groupInvites.parentUid, f.uidp),
-      f.keyId !== undefined ? eq(groupInvites.keyId, f.keyId) : undefined,
-      withinConditions(groupInvites.uid, f.within),
+      ...uidpConditions(groupInvites.uid, groupInvites.parentUid, f.uidp, bind),
+      f.keyId !== undefined ? eq(groupInvites.keyId, bind(f.keyId) as string) : undefined,
+      withinConditions(groupInvites.uid, f.within, bind),
     ]);
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
+  // the shape must fix the SQL text that `where` produces.
+  const filterShape = (f: GroupInviteListFilter) => `${uidpShape(f.uidp)}|${f.keyId !== undefined ? "k" : ""}|${withinShape(f.within)}`;
+  const lists = preparedLists(db, groupInvites, groupInvites.uid, "group_invites");
 
   return {
     async get(uid) {
@@ -160,18 +174,12 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
 
     async list(filter, page) {
       const col = groupInvites[ORDER_FIELDS[page.order]];
-      const ks = keysetClauses(col, groupInvites.uid, page, page.order === "uid");
-      return read(db)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset)
-        .all()
-        .map(toRecord);
+      const rows = lists.joinedPage(filterShape(filter), (bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect);
+      return (rows as ReturnType<typeof getStmt.all>).map(toRecord);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(groupInvites).where(where(filter)));
+      return lists.count(filterShape(filter), (bind) => where(filter, bind));
     },
 
     async redeemInvite(code, identityUid, now) {

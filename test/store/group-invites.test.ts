@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupInvitesRepository, type GroupInvitesRepository } from "../../src/store/group-invites.js";
+import { createGroupInvitesRepository, type GroupInviteRecord, type GroupInvitesRepository } from "../../src/store/group-invites.js";
 import { createGroupsRepository } from "../../src/store/groups.js";
 import { groupInvites, identities, roleBindings, roles } from "../../src/store/schema.js";
 import { newUidp } from "../../src/store/uidp.js";
@@ -144,5 +144,29 @@ describe("GroupInvitesRepository reads", () => {
     const { role: gone, ...rest } = invite;
     expect(gone).toBeDefined();
     expect(await repo.get(invite.uid)).toEqual(rest);
+  });
+});
+
+describe("GroupInvitesRepository.list (statements prepared once per filter shape)", () => {
+  it("answers each shape for the values asked, again with other values, with the joined role", async () => {
+    const groups = createGroupsRepository(opened.db);
+    const folder = (await groups.create({ parentUid: org, name: "folder", description: "", verified: false, kind: 0 }, NOW)).uid;
+    const made: GroupInviteRecord[] = [];
+    for (const parentUid of [org, org, folder]) {
+      made.push((await repo.create({ parentUid, roleUid: role, email: "", singleUse: false, ttlMs: HOUR }, NOW)).invite);
+    }
+    const page = { order: "uid" as const, desc: false, offset: 0, limit: 100 };
+    const uids = async (filter: Parameters<GroupInvitesRepository["list"]>[0]) => (await repo.list(filter, page)).map((i) => i.uid);
+    const expected = (pred: (i: GroupInviteRecord) => boolean) => made.filter(pred).map((i) => i.uid).sort();
+    for (let round = 0; round < 2; round++) {
+      expect(await uids({ uidp: { childrenOf: org } })).toEqual(expected((i) => i.parentUid === org));
+      expect(await uids({ uidp: { childrenOf: folder } })).toEqual(expected((i) => i.parentUid === folder));
+      expect(await repo.count({ uidp: { childrenOf: folder } })).toBe(1);
+      for (const invite of made) expect(await uids({ uidp: {}, keyId: invite.keyId })).toEqual([invite.uid]);
+      expect(await uids({ uidp: {}, within: [folder] })).toEqual(expected((i) => i.parentUid === folder));
+    }
+    const listed = await repo.list({ uidp: { descendantsOf: org } }, page);
+    expect(listed).toEqual([...made].sort((a, b) => (a.uid < b.uid ? -1 : 1)));
+    expect(listed[0]?.role?.name).toBe("member");
   });
 });
