@@ -8,10 +8,20 @@
  * `advisory_events`; only the free-text `query` is a substring test over the candidate rows.
  * No proto types enter here: an event's oneof content is an opaque JSON `body`.
  */
-import { and, count, eq, inArray, or, type SQL, sql } from "drizzle-orm";
-import { cachedCount } from "./count-cache.js";
+import { and, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import type { Db } from "./db.js";
-import { allOf, type KeysetQuery, keysetPage, parseStringList, type UidpFilter, uidpConditions, withinConditions } from "./list-query.js";
+import {
+  allOf,
+  type Bind,
+  type KeysetQuery,
+  parseStringList,
+  preparedLists,
+  type UidpFilter,
+  uidpConditions,
+  uidpShape,
+  withinConditions,
+  withinShape,
+} from "./list-query.js";
 import { requireGroup } from "./references.js";
 import type { UpsertOutcome } from "./repos.js";
 import { type AdvisoryEventRow, type AdvisoryRow, advisories, advisoryAliases, advisoryEvents } from "./schema.js";
@@ -256,44 +266,74 @@ function uidIn(sub: SQL): SQL {
   return sql`${advisories.uid} IN ${sub}`;
 }
 
-function anyOf<T extends string | number>(col: Parameters<typeof inArray>[0], values: readonly T[] | undefined): SQL | undefined {
-  return values && values.length > 0 ? inArray(col, [...values]) : undefined;
-}
-
-/** The WHERE of an advisory list; exported for the query-plan test. */
-export function advisoryListWhere(db: Db, f: AdvisoryListFilter): SQL | undefined {
+/**
+ * The WHERE of an advisory list; exported for the query-plan test. Every value goes through
+ * `bind` (inline by default; named placeholders when the statement is prepared per shape).
+ */
+export function advisoryListWhere(db: Db, f: AdvisoryListFilter, bind: Bind = (v) => v): SQL | undefined {
+  const anyOf = <T extends string | number>(col: Parameters<typeof inArray>[0], values: readonly T[] | undefined): SQL | undefined =>
+    values && values.length > 0 ? inArray(col, values.map(bind)) : undefined;
   const eventsWhere = (cond: SQL) => uidIn(sql`(${db.select({ u: advisoryEvents.advisoryUid }).from(advisoryEvents).where(cond)})`);
   const q = f.query?.toLowerCase();
   return allOf([
-    ...uidpConditions(advisories.uid, advisories.parentUid, f.uidp),
-    withinConditions(advisories.uid, f.within),
+    ...uidpConditions(advisories.uid, advisories.parentUid, f.uidp, bind),
+    withinConditions(advisories.uid, f.within, bind),
     anyOf(advisories.advisoryId, f.advisoryIds),
     anyOf(advisories.legacyAdvisoryId, f.legacyAdvisoryIds),
-    f.origin !== undefined ? eq(advisories.origin, f.origin) : anyOf(advisories.artifactName, f.artifactNames),
+    f.origin !== undefined ? eq(advisories.origin, bind(f.origin) as string) : anyOf(advisories.artifactName, f.artifactNames),
     anyOf(advisories.artifactType, f.artifactTypes),
     anyOf(advisories.artifactArchitecture, f.artifactArchitectures),
     anyOf(advisories.componentName, f.componentNames),
     anyOf(advisories.componentType, f.componentTypes),
     anyOf(advisories.componentLocation, f.componentLocations),
     f.aliases && f.aliases.length > 0
-      ? uidIn(sql`(${db.select({ u: advisoryAliases.advisoryUid }).from(advisoryAliases).where(inArray(advisoryAliases.alias, [...f.aliases]))})`)
+      ? uidIn(sql`(${db.select({ u: advisoryAliases.advisoryUid }).from(advisoryAliases).where(anyOf(advisoryAliases.alias, f.aliases))})`)
       : undefined,
-    f.eventReviewStates?.length ? eventsWhere(inArray(advisoryEvents.reviewState, [...f.eventReviewStates])) : undefined,
-    f.eventAuthors?.length ? eventsWhere(inArray(advisoryEvents.author, [...f.eventAuthors])) : undefined,
+    f.eventReviewStates?.length ? eventsWhere(anyOf(advisoryEvents.reviewState, f.eventReviewStates) as SQL) : undefined,
+    f.eventAuthors?.length ? eventsWhere(anyOf(advisoryEvents.author, f.eventAuthors) as SQL) : undefined,
     f.excludeEventAuthors?.length
-      ? sql`${advisories.uid} NOT IN (${db.select({ u: advisoryEvents.advisoryUid }).from(advisoryEvents).where(inArray(advisoryEvents.author, [...f.excludeEventAuthors]))})`
+      ? sql`${advisories.uid} NOT IN (${db.select({ u: advisoryEvents.advisoryUid }).from(advisoryEvents).where(anyOf(advisoryEvents.author, f.excludeEventAuthors))})`
       : undefined,
-    f.eventReviewers?.length ? eventsWhere(inArray(advisoryEvents.reviewer, [...f.eventReviewers])) : undefined,
-    f.eventTypes?.length ? eventsWhere(inArray(advisoryEvents.eventType, [...f.eventTypes])) : undefined,
-    f.latestEventType !== undefined ? eq(advisories.latestEventType, f.latestEventType) : undefined,
+    f.eventReviewers?.length ? eventsWhere(anyOf(advisoryEvents.reviewer, f.eventReviewers) as SQL) : undefined,
+    f.eventTypes?.length ? eventsWhere(anyOf(advisoryEvents.eventType, f.eventTypes) as SQL) : undefined,
+    f.latestEventType !== undefined ? eq(advisories.latestEventType, bind(f.latestEventType) as number) : undefined,
     q
       ? or(
-          sql`instr(lower(${advisories.artifactName}), ${q}) > 0`,
-          sql`instr(lower(${advisories.componentName}), ${q}) > 0`,
-          uidIn(sql`(${db.select({ u: advisoryAliases.advisoryUid }).from(advisoryAliases).where(sql`instr(lower(${advisoryAliases.alias}), ${q}) > 0`)})`),
+          sql`instr(lower(${advisories.artifactName}), ${bind(q)}) > 0`,
+          sql`instr(lower(${advisories.componentName}), ${bind(q)}) > 0`,
+          uidIn(sql`(${db.select({ u: advisoryAliases.advisoryUid }).from(advisoryAliases).where(sql`instr(lower(${advisoryAliases.alias}), ${bind(q)}) > 0`)})`),
         )
       : undefined,
   ]);
+}
+
+/**
+ * Names the SQL text advisoryListWhere produces for `f` (list-query.ts preparedLists): which
+ * conditions are present and how many values each list holds. Two filters with the same
+ * shape differ only in values.
+ */
+export function advisoryFilterShape(f: AdvisoryListFilter): string {
+  const n = (values: readonly unknown[] | undefined) => (values && values.length > 0 ? String(values.length) : "");
+  return [
+    uidpShape(f.uidp),
+    withinShape(f.within),
+    n(f.advisoryIds),
+    n(f.legacyAdvisoryIds),
+    f.origin !== undefined ? "o" : n(f.artifactNames),
+    n(f.artifactTypes),
+    n(f.artifactArchitectures),
+    n(f.componentNames),
+    n(f.componentTypes),
+    n(f.componentLocations),
+    n(f.aliases),
+    n(f.eventReviewStates),
+    n(f.eventAuthors),
+    n(f.excludeEventAuthors),
+    n(f.eventReviewers),
+    n(f.eventTypes),
+    f.latestEventType !== undefined ? "l" : "",
+    f.query ? "q" : "",
+  ].join("|");
 }
 
 export interface AdvisoriesRepository {
@@ -303,6 +343,8 @@ export interface AdvisoriesRepository {
 }
 
 export function createAdvisoriesRepository(db: Db): AdvisoriesRepository {
+  // list and count run statements prepared once per filter shape (list-query.ts preparedLists).
+  const lists = preparedLists(db, advisories, advisories.uid, "advisories");
   return {
     async get(uid) {
       const row = db.select().from(advisories).where(eq(advisories.uid, uid)).get();
@@ -310,20 +352,13 @@ export function createAdvisoriesRepository(db: Db): AdvisoriesRepository {
     },
 
     async list(filter, page) {
-      const q = keysetPage(advisoryListWhere(db, filter), ORDER_COLUMNS[page.order], advisories.uid, page);
-      const rows = db
-        .select()
-        .from(advisories)
-        .where(q.where)
-        .orderBy(...q.orderBy)
-        .limit(q.limit)
-        .offset(q.offset)
-        .all();
+      const where = (bind: Bind) => advisoryListWhere(db, filter, bind);
+      const rows = lists.page(advisoryFilterShape(filter), where, ORDER_COLUMNS[page.order], page) as AdvisoryRow[];
       return withEvents(db, rows);
     },
 
     async count(filter) {
-      return cachedCount(db, db.select({ n: count() }).from(advisories).where(advisoryListWhere(db, filter)));
+      return lists.count(advisoryFilterShape(filter), (bind) => advisoryListWhere(db, filter, bind));
     },
   };
 }
