@@ -71,6 +71,8 @@ interface Observation {
   readonly lean: boolean;
   /** context.timeoutMs() when the hook started. */
   readonly timeoutMs: number | undefined;
+  /** context.url (the auth hook reads it for credentials in the query). */
+  readonly url: string;
   /** For the slow-handler modes: the signal's state and reason once the handler looked. */
   readonly aborted?: boolean;
   readonly reason?: string;
@@ -87,7 +89,7 @@ function reasonOf(reason: unknown): string | undefined {
 /** The test hook (see the header comment). */
 function testHook(seen: Observation[]): BeforeCallHook {
   return async (_method, context) => {
-    const base = { lean: LEAN_CONTEXT in context, timeoutMs: context.timeoutMs() };
+    const base = { lean: LEAN_CONTEXT in context, timeoutMs: context.timeoutMs(), url: context.url };
     const mode = context.requestHeader.get("x-test-hook");
     if (mode === "honor") {
       // Reads the signal at once (so the deadline's timer is what aborts it), then waits.
@@ -230,6 +232,8 @@ function expectFastServed([ref, fst]: [Observation[], Observation[]], withinMs?:
   expect(ref[0].lean).toBe(false);
   expect(fst[0].lean).toBe(true);
   expect({ aborted: fst[0].aborted, reason: fst[0].reason }).toEqual({ aborted: ref[0].aborted, reason: ref[0].reason });
+  // The two servers listen on different ports; the URL must be the same otherwise.
+  expect(fst[0].url.replace(`:${fast.app.port}/`, ":PORT/")).toBe(ref[0].url.replace(`:${reference.app.port}/`, ":PORT/"));
   if (withinMs !== undefined) {
     for (const o of [ref[0], fst[0]]) {
       expect(typeof o.timeoutMs).toBe("number");
@@ -334,6 +338,16 @@ describe("fast unary gRPC answers exactly as connect-node", () => {
     await same(GET, get(groupUid), { "grpc-accept-encoding": "br" });
     await same(GET, get(groupUid), { "grpc-accept-encoding": "snappy" });
     await same(GET, get(groupUid), { "grpc-encoding": "identity" });
+  });
+
+  it("context.url is connect-node's for every form of authority, the first time and again", async () => {
+    for (const authority of ["TRELLIS.example:80", "trellis.example:443", "trellis.example:080", "127.0.0.1:9", "[::1]:8080", "Trellis.Example"]) {
+      for (let round = 0; round < 2; round++) {
+        const seen = await observe(() => same(GET, get(groupUid), { ":authority": authority }));
+        expectFastServed(seen);
+        if (authority === "TRELLIS.example:80") expect(seen[1][0]?.url).toBe(`http://trellis.example${GET}`);
+      }
+    }
   });
 
   it("a valid grpc-timeout that is met: served by the fast path, timeoutMs() counting down", async () => {

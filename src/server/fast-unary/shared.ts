@@ -242,7 +242,7 @@ export function createLeanContext(
     method,
     protocolName,
     requestMethod: "POST",
-    url: new URL(req.url ?? "", `${secure ? "https" : "http"}://${authority}`).toString(),
+    url: absoluteUrl(secure === true, authority, req.url ?? ""),
     get signal() {
       if (!controller) {
         const requestController = new AbortController();
@@ -271,6 +271,28 @@ export function createLeanContext(
     },
     [LEAN_CONTEXT]: true,
   } as LeanContext;
+}
+
+const absoluteUrls = new Map<string, string>();
+
+/**
+ * `new URL(path, scheme://authority).toString()`, as connect-node's createHandlerContext
+ * computes `context.url` (the auth hook reads it on every call), remembered per scheme,
+ * authority and path: the fast paths only serve the few paths of the unary methods and a
+ * client sends one authority, while parsing the URL cost ~5 µs a call (docs/performance.md).
+ * Bounded, so a client sending ever new authorities only empties it; a value URL refuses
+ * throws as before and is not remembered.
+ */
+function absoluteUrl(secure: boolean, authority: string, path: string): string {
+  // A header value cannot hold a line feed, so the key is unambiguous.
+  const key = `${secure ? "s" : ""}\n${authority}\n${path}`;
+  let url = absoluteUrls.get(key);
+  if (url === undefined) {
+    url = new URL(path, `${secure ? "https" : "http"}://${authority}`).toString();
+    if (absoluteUrls.size >= 512) absoluteUrls.clear();
+    absoluteUrls.set(key, url);
+  }
+  return url;
 }
 
 /** Like connect-node's webHeaderToNodeHeaders (repeated values joined with ", "). */
