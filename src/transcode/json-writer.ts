@@ -20,6 +20,12 @@
  * (Struct and Value, whose fields protobuf-es keeps as plain JSON, the wrappers, which it keeps
  * unboxed, required fields, a `__proto__` field name) gets no writer and its responses keep
  * the `toJson` path.
+ *
+ * A second mode, `proto3`, writes exactly `toJson(schema, m, { alwaysEmitImplicit: true })`,
+ * without the REST post-pass (Timestamps with 0, 3, 6 or 9 fractional digits as protobuf-es
+ * prints them, zero enums written): the Connect door's JSON answers
+ * (src/server/fast-unary/connect.ts), which connect-node would write with protobuf-es.
+ * The same test holds that mode to `toJson` byte for byte.
  */
 import { type DescEnum, type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, ScalarType, toJson } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
@@ -27,6 +33,15 @@ import { base64Encode } from "@bufbuild/protobuf/wire";
 
 /** Message (local protobuf-es representation) → its JSON value. Throws like `toJson` does. */
 export type JsonWriter = (message: unknown) => JsonValue;
+
+/** `rest`: the REST door's bodies (toJson plus the post-pass); `proto3`: toJson itself. */
+export type JsonMode = "rest" | "proto3";
+
+/** One compilation: its mode, and the writers of the types being compiled (recursion). */
+interface Compiling {
+  readonly mode: JsonMode;
+  readonly started: Map<DescMessage, JsonWriter>;
+}
 
 type Local = Record<string, unknown>;
 type ValueWriter = (value: unknown) => JsonValue;
@@ -41,14 +56,14 @@ const TO_JSON_OPTIONS = { alwaysEmitImplicit: true } as const;
 const TIMESTAMP_MS_MIN = Date.parse("0001-01-01T00:00:00Z");
 const TIMESTAMP_MS_MAX = Date.parse("9999-12-31T23:59:59Z");
 
-const writers = new WeakMap<DescMessage, JsonWriter | null>();
+const writers: Record<JsonMode, WeakMap<DescMessage, JsonWriter | null>> = { rest: new WeakMap(), proto3: new WeakMap() };
 
 /** The compiled writer for `desc`, or undefined when its type graph has a kind we do not compile. */
-export function jsonWriterFor(desc: DescMessage): JsonWriter | undefined {
-  let w = writers.get(desc);
+export function jsonWriterFor(desc: DescMessage, mode: JsonMode = "rest"): JsonWriter | undefined {
+  let w = writers[mode].get(desc);
   if (w === undefined) {
-    w = compilable(desc, new Set()) ? compileMessage(desc, new Map()) : null;
-    writers.set(desc, w);
+    w = compilable(desc, new Set()) ? compileMessage(desc, { mode, started: new Map() }) : null;
+    writers[mode].set(desc, w);
   }
   return w ?? undefined;
 }
@@ -77,10 +92,10 @@ export function nestedMessage(field: DescField): DescMessage | undefined {
 }
 
 /** `compiling` ties recursive types to one writer each (a type may contain itself). */
-function compileMessage(desc: DescMessage, compiling: Map<DescMessage, JsonWriter>): JsonWriter {
-  const done = writers.get(desc) ?? compiling.get(desc);
+function compileMessage(desc: DescMessage, compiling: Compiling): JsonWriter {
+  const done = writers[compiling.mode].get(desc) ?? compiling.started.get(desc);
   if (done) return done;
-  if (desc.typeName === TIMESTAMP) return writeTimestamp;
+  if (desc.typeName === TIMESTAMP) return compiling.mode === "rest" ? writeTimestamp : writeTimestampProto3;
   if (DELEGATED.has(desc.typeName)) return (message) => toJson(desc, message as Message, TO_JSON_OPTIONS);
   const fieldWriters: FieldWriter[] = [];
   const typeName = desc.typeName;
@@ -91,13 +106,13 @@ function compileMessage(desc: DescMessage, compiling: Map<DescMessage, JsonWrite
     for (let i = 0; i < fieldWriters.length; i++) (fieldWriters[i] as FieldWriter)(m, json);
     return json;
   };
-  compiling.set(desc, writer);
+  compiling.started.set(desc, writer);
   // protobuf-es writes fields in field-number order; so do we (the key order of the body).
   for (const field of [...desc.fields].sort((a, b) => a.number - b.number)) fieldWriters.push(compileField(field, compiling));
   return writer;
 }
 
-function compileField(field: DescField, compiling: Map<DescMessage, JsonWriter>): FieldWriter {
+function compileField(field: DescField, compiling: Compiling): FieldWriter {
   const key = field.jsonName;
   const local = field.localName;
   switch (field.fieldKind) {
@@ -135,7 +150,7 @@ function compileField(field: DescField, compiling: Map<DescMessage, JsonWriter>)
           if (v !== undefined && Object.prototype.hasOwnProperty.call(m, local)) json[key] = value(v);
         };
       }
-      if (field.fieldKind === "enum") {
+      if (field.fieldKind === "enum" && compiling.mode === "rest") {
         // The zero value of an implicit-presence enum carries nothing: left out.
         return (m, json) => {
           const v = m[local];
@@ -151,7 +166,7 @@ function compileField(field: DescField, compiling: Map<DescMessage, JsonWriter>)
 }
 
 /** The writer of one value of `field` (a list item or map value for those kinds). */
-function valueWriter(field: DescField, message: DescMessage | undefined, compiling: Map<DescMessage, JsonWriter>): ValueWriter {
+function valueWriter(field: DescField, message: DescMessage | undefined, compiling: Compiling): ValueWriter {
   // A recursive type gets its own writer before its fields are compiled; it is complete by
   // the time it first runs.
   if (message) return compileMessage(message, compiling);
@@ -222,9 +237,25 @@ function scalarWriter(scalar: ScalarType, field: DescField): ValueWriter {
 
 /**
  * google.protobuf.Timestamp as RFC 3339 UTC with exactly three fractional digits, truncated
- * (spec §2, "millisecond precision"). The range and nanos checks are proto3 JSON's.
+ * (spec §2, "millisecond precision").
  */
 function writeTimestamp(message: unknown): string {
+  const ts = checkedTimestamp(message);
+  return formatMillis(ts.ms + Math.floor(ts.nanos / 1_000_000));
+}
+
+/** google.protobuf.Timestamp as protobuf-es writes it: 0, 3, 6 or 9 fractional digits. */
+function writeTimestampProto3(message: unknown): string {
+  const ts = checkedTimestamp(message);
+  const second = formatMillis(ts.ms).slice(0, -5); // without its ".000Z"
+  if (ts.nanos === 0) return `${second}Z`;
+  const digits = String(ts.nanos + 1_000_000_000).slice(1);
+  const fraction = digits.endsWith("000000") ? digits.slice(0, 3) : digits.endsWith("000") ? digits.slice(0, 6) : digits;
+  return `${second}.${fraction}Z`;
+}
+
+/** The whole seconds (in ms) and nanos of a Timestamp, after proto3 JSON's range and nanos checks. */
+function checkedTimestamp(message: unknown): { ms: number; nanos: number } {
   const ts = message as { $typeName?: string; seconds: bigint; nanos: number };
   if (ts.$typeName !== TIMESTAMP) throw new Error(`cannot encode ${String(ts.$typeName)} as ${TIMESTAMP} to JSON`);
   const ms = Number(ts.seconds) * 1000;
@@ -232,7 +263,7 @@ function writeTimestamp(message: unknown): string {
     throw new Error(`cannot encode ${TIMESTAMP} to JSON: must be from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z inclusive`);
   }
   if (!(ts.nanos >= 0 && ts.nanos <= 999_999_999)) throw new Error(`cannot encode ${TIMESTAMP} to JSON: nanos must be from 0 to 999999999`);
-  return formatMillis(ms + Math.floor(ts.nanos / 1_000_000));
+  return { ms, nanos: ts.nanos };
 }
 
 /**

@@ -42,7 +42,7 @@ export function randomMessage(desc: DescMessage, rnd: () => number, options: Ran
   if (desc.typeName === "google.protobuf.Timestamp") {
     const bad = rnd() < (options.invalidTimestamp ?? 0);
     m.seconds = bad && rnd() < 0.5 ? pick([-62135596801n, 253402300800n]) : rnd() < 0.5 ? pick(SECONDS) : BigInt(Math.floor(rnd() * 4e9) - 1e9);
-    m.nanos = bad ? pick([-1, 1_000_000_000]) : pick([0, 1, 999_999, 1_000_000, 123_456_789, 999_999_999]);
+    m.nanos = bad ? pick([-1, 1_000_000_000]) : pick([0, 1, 999_999, 1_000_000, 123_456_000, 123_456_789, 999_999_999]);
     return m as unknown as Message;
   }
   const maxDepth = options.maxDepth ?? 3;

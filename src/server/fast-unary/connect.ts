@@ -8,7 +8,8 @@
  * `timeoutMs()` counts down, the signal aborts with DEADLINE_EXCEEDED — see shared.ts
  * createLeanContext), `connect-protocol-version` absent or 1. The wrapped implementation
  * (call pipeline) is called directly and the answer is written with connect's own helpers
- * (serialization, compression negotiation, errorToJsonBytes, codeToHttpStatus, trailerMux)
+ * (serialization, compression negotiation, errorToJsonBytes, codeToHttpStatus, trailerMux; JSON
+ * answers through the compiled writer of json-writer.ts, which writes the same bytes)
  * through the same writeHead / write / end calls connect-node's adapter makes, so
  * conformProtocolErrors rewrites errors exactly as it does for connect-node.
  *
@@ -32,6 +33,7 @@ import {
   parseDeadline,
   readBody,
   type Route,
+  serializeJson,
   single,
   toNodeHeaders,
   unaryRoutes,
@@ -107,7 +109,7 @@ async function invoke(
   try {
     const out = await route.impl(input, context);
     const message = isMessage(out, route.method.output) ? out : create(route.method.output, out as never);
-    body = route.serialization.getO(binary).serialize(message);
+    body = binary ? route.serialization.getO(true).serialize(message) : serializeJson(route, message);
   } catch (err) {
     const error = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
     status = codeToHttpStatus(error.code);

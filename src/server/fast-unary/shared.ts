@@ -18,6 +18,7 @@ import {
   type MethodSerializationLookup,
 } from "@connectrpc/connect/protocol";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { type JsonWriter, jsonWriterFor } from "../../transcode/json-writer.js";
 
 export type Unary = (request: unknown, context: HandlerContext) => unknown;
 export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -44,6 +45,12 @@ export interface Route {
   readonly method: DescMethod;
   readonly impl: Unary;
   readonly serialization: MethodSerializationLookup<DescMessage, DescMessage>;
+  /**
+   * The response's JSON value as protobuf-es `toJson` writes it with the server's JSON
+   * options (json-writer.ts, proto3 mode); undefined where no writer is compiled for the
+   * type or the options are ones it does not implement.
+   */
+  readonly writeJson: JsonWriter | undefined;
 }
 
 /** "/package.Service/Method" → route, for unary methods only (the paths connect-node serves). */
@@ -54,6 +61,7 @@ export function unaryRoutes(options: FastUnaryOptions): Map<string, Route> {
     routes.set(`/${method.parent.typeName}/${method.name}`, {
       method,
       impl,
+      writeJson: writesProto3Json(options.jsonOptions) ? jsonWriterFor(method.output, "proto3") : undefined,
       serialization: createMethodSerializationLookup(method, undefined, options.jsonOptions, {
         readMaxBytes: options.readMaxBytes,
         writeMaxBytes: 0xffffffff,
@@ -61,6 +69,30 @@ export function unaryRoutes(options: FastUnaryOptions): Map<string, Route> {
     });
   }
   return routes;
+}
+
+/** True when `options` write JSON as json-writer.ts's proto3 mode does (alwaysEmitImplicit only). */
+function writesProto3Json(options: FastUnaryOptions["jsonOptions"]): boolean {
+  return options?.alwaysEmitImplicit === true && !options.enumAsInteger && !options.useProtoFieldName && options.registry === undefined;
+}
+
+const textEncoder = new TextEncoder();
+
+/**
+ * The response message as Connect JSON bytes, what connect-node's JSON serialization writes
+ * (`toJsonString` with the same options, UTF-8 encoded), through the compiled writer when the
+ * route has one. A message the writer refuses goes to connect's own serialization, which
+ * answers (or words the error) as connect-node would.
+ */
+export function serializeJson(route: Route, message: unknown): Uint8Array {
+  if (route.writeJson) {
+    try {
+      return textEncoder.encode(JSON.stringify(route.writeJson(message)));
+    } catch {
+      // fall through
+    }
+  }
+  return route.serialization.getO(false).serialize(message as never);
 }
 
 /**

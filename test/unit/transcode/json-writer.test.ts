@@ -7,10 +7,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescService, toJson } from "@bufbuild/protobuf";
 import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { formatMillis, jsonWriterFor } from "../../../src/transcode/json-writer.js";
+import { formatMillis, type JsonMode, jsonWriterFor } from "../../../src/transcode/json-writer.js";
 import { renderWithToJson } from "../../../src/transcode/render-response.js";
 import { ItemSchema, ListItemsResponseSchema } from "../../gen/trellis/testing/v1/items_pb.js";
 import { randomMessage, seededRandom } from "../../support/random-message.js";
@@ -37,9 +37,12 @@ for (const mod of modules) {
   }
 }
 
-/** Both renderings of `message`, as JSON text or the fact that they threw. */
-function both(schema: DescMessage, message: unknown): [string, string] {
-  const writer = jsonWriterFor(schema);
+/**
+ * Both renderings of `message`, as JSON text or the fact that they threw: the compiled writer
+ * and its reference (`rest`: toJson and the post-pass; `proto3`: toJson alone).
+ */
+function both(schema: DescMessage, message: unknown, mode: JsonMode = "rest"): [string, string] {
+  const writer = jsonWriterFor(schema, mode);
   if (!writer) throw new Error(`${schema.typeName} has no compiled writer`);
   const run = (f: () => unknown): string => {
     try {
@@ -48,7 +51,8 @@ function both(schema: DescMessage, message: unknown): [string, string] {
       return "(threw)";
     }
   };
-  return [run(() => writer(message)), run(() => renderWithToJson(schema, message as never))];
+  const reference = mode === "rest" ? () => renderWithToJson(schema, message as never) : () => toJson(schema, message as never, { alwaysEmitImplicit: true });
+  return [run(() => writer(message)), run(reference)];
 }
 
 describe("compiled JSON writer", () => {
@@ -59,21 +63,28 @@ describe("compiled JSON writer", () => {
     expect(missing.map((m) => m.typeName)).toEqual([]);
   });
 
-  it("writes what toJson and the post-pass write, for random messages of every type", () => {
-    const compiled = [...messages.values()].filter((d) => jsonWriterFor(d) !== undefined);
+  it.each([
+    ["rest", "toJson and the post-pass"],
+    ["proto3", "toJson alone (the Connect door)"],
+  ] as const)("in %s mode writes what %s write, for random messages of every type", (mode, _reference) => {
+    const compiled = [...messages.values()].filter((d) => jsonWriterFor(d, mode) !== undefined);
     expect(compiled.length).toBeGreaterThan(100);
     const rnd = seededRandom(20261123);
     let threw = 0;
+    const fractions = new Set<number>();
     for (const schema of compiled) {
       for (let i = 0; i < 40; i++) {
         const message = randomMessage(schema, rnd, { invalidTimestamp: 0.02 });
-        const [fast, reference] = both(schema, message);
+        const [fast, reference] = both(schema, message, mode);
         if (reference === "(threw)") threw++;
+        for (const m of reference.matchAll(/T\d\d:\d\d:\d\d(?:\.(\d+))?Z/g)) fractions.add(m[1]?.length ?? 0);
         expect(fast, `${schema.typeName} #${i}`).toBe(reference);
       }
     }
-    // The invalid Timestamps did reach both writers (the comparison above covers throwing too).
+    // The invalid Timestamps did reach both writers (the comparison above covers throwing too),
+    // and every width of fraction the mode writes was compared.
     expect(threw).toBeGreaterThan(0);
+    expect([...fractions].sort()).toEqual(mode === "rest" ? [3] : [0, 3, 6, 9]);
   });
 
   it("leaves types reaching Struct or wrappers to toJson", () => {
