@@ -140,6 +140,28 @@ export function createGroupsRepository(db: Db): GroupsRepository {
   const filterShape = (f: GroupListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
   const lists = preparedLists(db, groups, groups.uid, "groups");
 
+  // CreateGroup's reads and insert, prepared once (drizzle building and SQLite preparing them
+  // per call were a third of a create's CPU, docs/performance.md). They run on `db`, the
+  // connection groupCommit's transaction is open on.
+  const kindStmt = preparedSelect<{ kind: number }>(
+    db,
+    { kind: groups.kind },
+    db.select({ kind: groups.kind }).from(groups).where(eq(groups.uid, sql.placeholder("uid"))).toSQL(),
+  );
+  const insertStmt = db
+    .insert(groups)
+    .values({
+      uid: sql.placeholder("uid"),
+      parentUid: sql.placeholder("parentUid"),
+      name: sql.placeholder("name"),
+      description: sql.placeholder("description"),
+      verified: sql.placeholder("verified"),
+      kind: sql.placeholder("kind"),
+      createTime: sql.placeholder("createTime"),
+      updateTime: sql.placeholder("updateTime"),
+    })
+    .prepare();
+
   const verifiedRootStmt = db
     .select()
     .from(groups)
@@ -173,10 +195,10 @@ export function createGroupsRepository(db: Db): GroupsRepository {
         }
         let kind = group.kind;
         if (group.parentUid !== null) {
-          const parent = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, group.parentUid)).get();
+          const parent = kindStmt.get({ uid: group.parentUid });
           if (!parent) throw notFound("group", group.parentUid);
-          const root = tx.select({ kind: groups.kind }).from(groups).where(eq(groups.uid, rootOf(group.parentUid))).get();
-          kind = root?.kind ?? 0;
+          const rootUid = rootOf(group.parentUid);
+          kind = (rootUid === group.parentUid ? parent : kindStmt.get({ uid: rootUid }))?.kind ?? 0;
         }
         const row: GroupRecord = {
           uid: newUidp(group.parentUid),
@@ -188,7 +210,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
           createTime: now,
           updateTime: now,
         };
-        tx.insert(groups).values(row).run();
+        insertStmt.run(row);
         if (ownerIdentityUid !== undefined) {
           tx.insert(roleBindings)
             .values({ uid: newUidp(row.uid), groupUid: row.uid, identityUid: ownerIdentityUid, roleUid: builtInRoleUid("owner"), createTime: now })

@@ -66,6 +66,7 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
     expect(child.kind).toBe(OrgKind.CUSTOMER); // inherited from the organization
     const grandchild = await client.createGroup({ parent: child.uid, group: { name: "sub.team_1" } });
     expect(grandchild.uid.startsWith(`${child.uid}/`)).toBe(true);
+    expect(grandchild.kind).toBe(OrgKind.CUSTOMER); // from the root, two levels up
     expect(await client.getGroup({ uid: grandchild.uid })).toEqual(grandchild);
   });
 
