@@ -1,0 +1,124 @@
+/**
+ * One unary call of any method, described by its descriptor and request, over any door: the
+ * four RPC transports (transports.ts) or REST, where the request is laid out by the method's
+ * own `google.api.http` rule (path variables, body, the rest as query parameters), exactly as
+ * a REST client would. Authorization tests that are generated from the descriptors (and not
+ * written per method) need this: they know a method and a request, not a URL.
+ *
+ * The outcome is the same shape on every door: the response as proto JSON, or the error's
+ * code, ErrorInfo reason and the @type of every detail.
+ */
+import { create, type DescField, type DescMessage, type DescMethodUnary, type MessageInitShape, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { ConnectError, createClient, type Client } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import { ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { readHttpRules, type RouteSpec } from "../../src/transcode/http-rule.js";
+import { parsePathTemplate } from "../../src/transcode/path-template.js";
+import { rest } from "./rest.js";
+import { type NamedTransport, rpcTransports } from "./transports.js";
+
+export type CallOutcome =
+  | { readonly ok: true; readonly body: JsonObject }
+  | { readonly ok: false; readonly code: number; readonly reason: string | undefined; readonly preconditionTypes: string[] };
+
+export interface CallDoor {
+  readonly name: string;
+  call<M extends DescMessage>(baseUrl: string, token: string, method: DescMethodUnary<M>, request: MessageInitShape<M>): Promise<CallOutcome>;
+}
+
+function rpcDoor(transport: NamedTransport): CallDoor {
+  return {
+    name: transport.name,
+    async call(baseUrl, token, method, request) {
+      const client = createClient(method.parent as DescService, transport.create(baseUrl, { token })) as Client<DescService>;
+      const fn = (client as unknown as Record<string, (r: unknown) => Promise<unknown>>)[method.localName];
+      if (!fn) throw new Error(`no client method ${method.localName}`);
+      try {
+        const res = await fn(request);
+        return { ok: true, body: toJson(method.output, res as never, { alwaysEmitImplicit: false }) as JsonObject };
+      } catch (err) {
+        if (!(err instanceof ConnectError)) throw err;
+        return {
+          ok: false,
+          code: err.code,
+          reason: err.findDetails(ErrorInfoSchema)[0]?.reason,
+          preconditionTypes: (err.findDetails(PreconditionFailureSchema)[0]?.violations ?? []).map((v) => v.type),
+        };
+      }
+    },
+  };
+}
+
+let routes: Map<DescMethodUnary, RouteSpec> | undefined;
+function routeOf(method: DescMethodUnary): RouteSpec {
+  routes ??= new Map();
+  let spec = routes.get(method);
+  if (!spec) {
+    spec = readHttpRules([method.parent]).find((s) => s.method === method);
+    if (!spec) throw new Error(`${method.name} has no HTTP rule`);
+    routes.set(method, spec);
+  }
+  return spec;
+}
+
+/** The JSON name of a proto field path, e.g. ["role_binding","uid"] → ["roleBinding","uid"]. */
+function jsonPath(message: DescMessage, names: readonly string[]): string[] {
+  const out: string[] = [];
+  let at: DescMessage | undefined = message;
+  for (const name of names) {
+    const field: DescField | undefined = at?.fields.find((f) => f.name === name);
+    if (!field) throw new Error(`no field ${name}`);
+    out.push(field.jsonName);
+    at = field.fieldKind === "message" ? field.message : undefined;
+  }
+  return out;
+}
+
+function takeAt(json: JsonObject, path: readonly string[]): string {
+  let at: JsonObject = json;
+  for (const key of path.slice(0, -1)) at = (at[key] ?? {}) as JsonObject;
+  const last = path[path.length - 1] as string;
+  const value = at[last];
+  delete at[last];
+  return typeof value === "string" ? value : "";
+}
+
+const restDoor: CallDoor = {
+  name: "rest",
+  async call(baseUrl, token, method, request) {
+    const spec = routeOf(method as DescMethodUnary);
+    const json = toJson(method.input, create(method.input, request), { alwaysEmitImplicit: false }) as JsonObject;
+    const template = parsePathTemplate(spec.template);
+    let path = spec.template;
+    for (const v of template.variables) {
+      const value = takeAt(json, jsonPath(method.input, v.fieldPath));
+      // {x=**} and {x} alike: the value, with its slashes, stands for the whole variable.
+      path = path.replace(/\{[^}]*\}/, value.split("/").map(encodeURIComponent).join("/"));
+    }
+    let body: unknown;
+    if (spec.body === "*") {
+      body = json;
+    } else if (spec.body !== "") {
+      const key = jsonPath(method.input, [spec.body])[0] as string;
+      body = json[key] ?? {};
+      delete json[key];
+    }
+    const query = new URLSearchParams();
+    if (spec.body !== "*") {
+      for (const [k, v] of Object.entries(json)) if (typeof v !== "object" || v === null) query.set(k, String(v));
+    }
+    const qs = query.toString();
+    const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { authorization: `Bearer ${token}` });
+    if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject };
+    const details = (res.body?.details ?? []) as { "@type": string; reason?: string; violations?: { type?: string }[] }[];
+    return {
+      ok: false,
+      code: res.body?.code,
+      reason: details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"))?.reason,
+      preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
+    };
+  },
+};
+
+/** Every door: the four RPC transports, then REST. */
+export const callDoors: readonly CallDoor[] = [...rpcTransports.map(rpcDoor), restDoor];
