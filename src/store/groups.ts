@@ -76,6 +76,8 @@ const ORDER_COLUMNS = {
 /**
  * What blocks deleting a group, checked in this order; the kind names the child in the
  * error (`cannot delete group with child <kind>`, spec §7, whose example is the repos row).
+ * Role bindings at the group are not in the list: they are about the group, not in it, and go
+ * with it (delete below).
  */
 const CHILD_KINDS: readonly { kind: string; table: SQLiteTable; column: SQLiteColumn }[] = [
   { kind: "groups", table: groups, column: groups.parentUid },
@@ -83,7 +85,6 @@ const CHILD_KINDS: readonly { kind: string; table: SQLiteTable; column: SQLiteCo
   { kind: "advisories", table: advisories, column: advisories.parentUid },
   { kind: "identities", table: identities, column: identities.parentUid },
   { kind: "roles", table: roles, column: roles.parentUid },
-  { kind: "role bindings", table: roleBindings, column: roleBindings.groupUid },
   { kind: "identity providers", table: identityProviders, column: identityProviders.parentUid },
   { kind: "group invites", table: groupInvites, column: groupInvites.parentUid },
   { kind: "account associations", table: accountAssociations, column: accountAssociations.uid },
@@ -104,11 +105,17 @@ export interface GroupsRepository {
    * @throws PERMISSION_DENIED when the owner is not an existing user identity (a root).
    */
   create(group: NewGroup, now: number, ownerIdentityUid?: string): Promise<GroupRecord>;
-  /** Applies `changes` and bumps update_time. @throws NOT_FOUND. */
-  update(uid: string, changes: GroupChanges, now: number): Promise<GroupRecord>;
   /**
-   * Deletes an empty group. @throws NOT_FOUND; FAILED_PRECONDITION (RESOURCE_NOT_EMPTY)
-   * while any child exists. The check and the delete are one transaction.
+   * Applies `changes` and bumps update_time, after `guard` saw the group as it is (it throws
+   * to refuse, e.g. a customer changing `verified`). @throws NOT_FOUND.
+   */
+  update(uid: string, changes: GroupChanges, now: number, guard?: (current: GroupRecord) => void): Promise<GroupRecord>;
+  /**
+   * Deletes a group that holds nothing but role bindings, and those bindings with it (they
+   * grant nothing once the group is gone; an organization's owner bindings, which cannot be
+   * removed one by one, go this way). @throws NOT_FOUND; FAILED_PRECONDITION
+   * (RESOURCE_NOT_EMPTY) while any other child exists. The check and the delete are one
+   * transaction.
    */
   delete(uid: string): Promise<void>;
   list(filter: GroupListFilter, page: KeysetQuery<GroupOrder>): Promise<GroupRecord[]>;
@@ -220,10 +227,11 @@ export function createGroupsRepository(db: Db): GroupsRepository {
       });
     },
 
-    async update(uid, changes, now) {
+    async update(uid, changes, now, guard) {
       return groupCommit(db, (tx) => {
         const existing = tx.select().from(groups).where(eq(groups.uid, uid)).get();
         if (!existing) throw notFound("group", uid);
+        guard?.(existing);
         const { kind, ...own } = changes;
         tx.update(groups)
           .set({ ...own, updateTime: now })
@@ -252,6 +260,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
             );
           }
         }
+        tx.delete(roleBindings).where(eq(roleBindings.groupUid, uid)).run();
         tx.delete(groups).where(eq(groups.uid, uid)).run();
       });
     },

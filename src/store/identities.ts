@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import type { Db } from "./db.js";
+import { type GrantView, grantView, requireOwnersRemain } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import {
@@ -156,12 +157,17 @@ export interface IdentitiesRepository {
   create(identity: NewIdentity, now: number): Promise<IdentityRecord>;
   /**
    * Reads the identity, asks `plan` for the changes (it may throw an ApiError, e.g. when the
-   * change would leave no relationship) and writes them, in one transaction; bumps update_time.
+   * change would leave no relationship, or when the anti-escalation guard reading `view`
+   * refuses it) and writes them, in one transaction; bumps update_time.
    * @throws NOT_FOUND.
    */
-  update(uid: string, plan: (current: IdentityRecord) => IdentityChanges, now: number): Promise<IdentityRecord>;
-  /** Deletes the identity and its role bindings in one transaction. @throws NOT_FOUND. */
-  delete(uid: string): Promise<void>;
+  update(uid: string, plan: (current: IdentityRecord, view: GrantView) => IdentityChanges, now: number): Promise<IdentityRecord>;
+  /**
+   * Deletes the identity and its role bindings in one transaction, after `guard` (the
+   * caller's anti-escalation check). @throws NOT_FOUND; FAILED_PRECONDITION LAST_OWNER when
+   * one of its bindings is an organization's last owner binding (grant-view.ts).
+   */
+  delete(uid: string, guard?: (view: GrantView, current: IdentityRecord) => void): Promise<void>;
   list(filter: IdentityListFilter, page: KeysetQuery<IdentityOrder>): Promise<IdentityRecord[]>;
   count(filter: IdentityListFilter): Promise<number>;
   /**
@@ -245,7 +251,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       return groupCommit(db, (tx) => {
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (!existing) throw notFound("identity", uid);
-        const { relationship, ...own } = plan(toRecord(existing));
+        const { relationship, ...own } = plan(toRecord(existing), grantView(tx));
         tx.update(identities)
           .set({ ...own, ...(relationship && relationshipColumns(relationship)), updateTime: now })
           .where(eq(identities.uid, uid))
@@ -254,12 +260,18 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       });
     },
 
-    async delete(uid) {
+    async delete(uid, guard) {
       await groupCommit(db, (tx) => {
+        const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
+        if (!existing) throw notFound("identity", uid);
+        guard?.(grantView(tx), toRecord(existing));
+        const bindings = tx.select({ uid: roleBindings.uid }).from(roleBindings).where(eq(roleBindings.identityUid, uid)).all();
+        requireOwnersRemain(
+          tx,
+          bindings.map((b) => b.uid),
+        );
         tx.delete(roleBindings).where(eq(roleBindings.identityUid, uid)).run();
-        const result = tx.delete(identities).where(eq(identities.uid, uid)).run();
-        // Nothing was written when the identity did not exist (it had no bindings either).
-        if (result.changes === 0) throw notFound("identity", uid);
+        tx.delete(identities).where(eq(identities.uid, uid)).run();
       });
     },
 

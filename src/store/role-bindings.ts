@@ -10,6 +10,9 @@
  *   group is the binding's group or an ancestor of it;
  * - the role exists and may be granted in the group: a built-in role, or a custom role whose
  *   group is the binding's group or an ancestor of it;
+ * - the caller's anti-escalation guard (src/auth/grant-guard.ts, given by the service) passes;
+ * - re-targeting or deleting never removes an organization's last owner binding
+ *   (grant-view.ts `requireOwnersRemain`, FAILED_PRECONDITION LAST_OWNER);
  * - no binding of the same identity and role at the group exists (ALREADY_EXISTS).
  * A bad reference is INVALID_ARGUMENT naming the caller's field; a missing and a foreign
  * (cross-organization) reference get the same answer, so the error is no existence oracle.
@@ -18,6 +21,7 @@
 import { and, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
 import type { Db } from "./db.js";
+import { type GrantView, grantView, requireOwnersRemain } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import {
@@ -69,6 +73,19 @@ export interface BindingFields {
   readonly request?: string;
 }
 
+/** A binding's references, as stored. */
+export interface BindingTarget {
+  readonly groupUid: string;
+  readonly identityUid: string;
+  readonly roleUid: string;
+}
+
+/**
+ * The anti-escalation check of a write (src/auth/grant-guard.ts), run inside its transaction
+ * once the references are known to be valid; it throws to refuse the write.
+ */
+export type BindingGuard = (view: GrantView, before: BindingTarget | undefined, after: BindingTarget | undefined) => void;
+
 /** Fields an update may change. */
 export interface RoleBindingChanges {
   readonly identityUid?: string;
@@ -94,16 +111,22 @@ export interface RoleBindingsRepository {
   /**
    * Creates every binding at the group, all or nothing, in one transaction; returns them in
    * the given order. @throws NOT_FOUND for a missing group; INVALID_ARGUMENT naming each
-   * rejected reference; ALREADY_EXISTS for a binding that exists (or repeats an earlier one).
+   * rejected reference; ALREADY_EXISTS for a binding that exists (or repeats an earlier one);
+   * whatever `guard` throws (called once per binding, `before` undefined).
    */
-  create(groupUid: string, bindings: readonly NewRoleBinding[], now: number): Promise<RoleBindingRecord[]>;
+  create(groupUid: string, bindings: readonly NewRoleBinding[], now: number, guard?: BindingGuard): Promise<RoleBindingRecord[]>;
   /**
    * Re-points a binding at another identity and/or role, with the create checks against the
-   * binding's group. @throws NOT_FOUND; INVALID_ARGUMENT; ALREADY_EXISTS.
+   * binding's group, then `guard` (when anything changes).
+   * @throws NOT_FOUND; INVALID_ARGUMENT; ALREADY_EXISTS; FAILED_PRECONDITION LAST_OWNER when it
+   * is its organization's last owner binding (grant-view.ts).
    */
-  update(uid: string, changes: RoleBindingChanges, fields: BindingFields): Promise<RoleBindingRecord>;
-  /** Deletes a binding; deleting one that does not exist succeeds (AIP-135). */
-  delete(uid: string): Promise<void>;
+  update(uid: string, changes: RoleBindingChanges, fields: BindingFields, guard?: BindingGuard): Promise<RoleBindingRecord>;
+  /**
+   * Deletes a binding after `guard` (`after` undefined); deleting one that does not exist
+   * succeeds (AIP-135). @throws FAILED_PRECONDITION LAST_OWNER (grant-view.ts).
+   */
+  delete(uid: string, guard?: BindingGuard): Promise<void>;
   list(filter: RoleBindingListFilter, page: KeysetQuery<RoleBindingOrder>): Promise<RoleBindingRecord[]>;
   count(filter: RoleBindingListFilter): Promise<number>;
   /**
@@ -176,11 +199,15 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
       return getStmt.get({ uid });
     },
 
-    async create(groupUid, bindings, now) {
+    async create(groupUid, bindings, now, guard) {
       return groupCommit(db, (tx) => {
         requireGroup(tx, groupUid);
         const violations = bindings.flatMap((b) => referenceViolations(tx, groupUid, b));
         if (violations.length > 0) throw invalidArgument(violations);
+        if (guard) {
+          const view = grantView(tx);
+          for (const b of bindings) guard(view, undefined, { groupUid, identityUid: b.identityUid, roleUid: b.roleUid });
+        }
         return bindings.map((b) => {
           requireUnbound(tx, groupUid, b, undefined);
           const uid = newUidp(groupUid);
@@ -190,7 +217,7 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
       });
     },
 
-    async update(uid, changes, fields) {
+    async update(uid, changes, fields, guard) {
       return groupCommit(db, (tx) => {
         const existing = tx.select().from(roleBindings).where(eq(roleBindings.uid, uid)).get();
         if (!existing) throw notFound("role binding", uid);
@@ -201,6 +228,12 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
         };
         const violations = referenceViolations(tx, existing.groupUid, next);
         if (violations.length > 0) throw invalidArgument(violations);
+        if (next.identityUid !== existing.identityUid || next.roleUid !== existing.roleUid) {
+          // Re-targeting takes the role from one identity (or the identity from one role) and
+          // grants another: judged as a removal plus a grant.
+          guard?.(grantView(tx), existing, { groupUid: existing.groupUid, identityUid: next.identityUid, roleUid: next.roleUid });
+          requireOwnersRemain(tx, [uid]);
+        }
         requireUnbound(tx, existing.groupUid, next, uid);
         tx.update(roleBindings)
           .set({ identityUid: next.identityUid, roleUid: next.roleUid })
@@ -210,8 +243,12 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
       });
     },
 
-    async delete(uid) {
+    async delete(uid, guard) {
       await groupCommit(db, (tx) => {
+        const existing = tx.select().from(roleBindings).where(eq(roleBindings.uid, uid)).get();
+        if (!existing) return;
+        guard?.(grantView(tx), existing, undefined);
+        requireOwnersRemain(tx, [uid]);
         tx.delete(roleBindings).where(eq(roleBindings.uid, uid)).run();
       });
     },

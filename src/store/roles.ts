@@ -12,6 +12,7 @@ import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
 import { type Db, writeTransaction } from "./db.js";
+import { type GrantView, grantView } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import {
@@ -88,13 +89,19 @@ const USES: readonly { table: SQLiteTable; column: SQLiteColumn; description: st
 
 export interface RolesRepository {
   get(uid: string): Promise<RoleRecord | undefined>;
-  /** Inserts a custom role with a fresh uid under its group. @throws NOT_FOUND when the group does not exist. */
-  create(role: NewRole, now: number): Promise<RoleRecord>;
   /**
-   * Applies `changes` to a custom role and bumps update_time.
-   * @throws NOT_FOUND; FAILED_PRECONDITION (BUILT_IN_ROLE) for a built-in role.
+   * Inserts a custom role with a fresh uid under its group, after `guard` (the caller's
+   * anti-escalation check, src/auth/grant-guard.ts) in the same transaction.
+   * @throws NOT_FOUND when the group does not exist; whatever `guard` throws.
    */
-  update(uid: string, changes: RoleChanges, now: number): Promise<RoleRecord>;
+  create(role: NewRole, now: number, guard?: (view: GrantView) => void): Promise<RoleRecord>;
+  /**
+   * Applies `changes` to a custom role and bumps update_time, after `guard` sees the role as
+   * it is, in the same transaction.
+   * @throws NOT_FOUND; FAILED_PRECONDITION (BUILT_IN_ROLE) for a built-in role; whatever
+   * `guard` throws.
+   */
+  update(uid: string, changes: RoleChanges, now: number, guard?: (view: GrantView, current: RoleRecord) => void): Promise<RoleRecord>;
   /**
    * Deletes a custom role that nothing uses, in one transaction with the checks.
    * @throws NOT_FOUND; FAILED_PRECONDITION BUILT_IN_ROLE for a built-in role, RESOURCE_IN_USE
@@ -135,9 +142,10 @@ export function createRolesRepository(db: Db): RolesRepository {
       return row && toRecord(row);
     },
 
-    async create(role, now) {
+    async create(role, now, guard) {
       return groupCommit(db, (tx) => {
         requireGroup(tx, role.parentUid);
+        guard?.(grantView(tx));
         const row: RoleRow = {
           uid: newUidp(role.parentUid),
           parentUid: role.parentUid,
@@ -153,9 +161,10 @@ export function createRolesRepository(db: Db): RolesRepository {
       });
     },
 
-    async update(uid, changes, now) {
+    async update(uid, changes, now, guard) {
       return groupCommit(db, (tx) => {
-        requireCustomRole(tx, uid, "update");
+        const current = requireCustomRole(tx, uid, "update");
+        guard?.(grantView(tx), toRecord(current));
         const { capabilities, ...own } = changes;
         tx.update(roles)
           .set({ ...own, ...(capabilities && { capabilities: JSON.stringify(capabilities) }), updateTime: now })

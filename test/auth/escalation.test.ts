@@ -156,7 +156,8 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     const robot = (await op("POST", `/iam/v2beta1/identities/${w.org}`, { name: "deploy robot", claimMatch: { issuer: "https://ci.example.test", subject: "deploy" } })).uid as string;
     await w.bind(robot, "owner");
     const mallory = as(door, w.mallory);
-    const mine = { issuer: "https://idp.example.test", subject: "mallory" };
+    const claims = (issuer: string, subject: string) => ({ iss: { case: "issuer" as const, value: issuer }, sub: { case: "subject" as const, value: subject } });
+    const mine = claims("https://idp.example.test", "mallory");
     // The reported attack: claim_match re-pointed at mallory's own IdP subject.
     await expectRefused(() => mallory(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: mine } }, updateMask: { paths: ["claim_match"] } }), ...ESCALATION);
     await expectRefused(() => mallory(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: mine } } }), ...ESCALATION);
@@ -170,7 +171,7 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     const idle = (await op("POST", `/iam/v2beta1/identities/${w.org}`, { name: "idle robot", claimMatch: { issuer: "https://ci.example.test", subject: "idle" } })).uid as string;
     expectOk(await mallory(IdentitiesService.method.updateIdentity, { identity: { uid: idle, relationship: { case: "claimMatch", value: mine } }, updateMask: { paths: ["claim_match"] } }));
     // The owner may re-point its robot.
-    expectOk(await as(door, w.alice)(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: { issuer: "https://ci.example.test", subject: "deploy-2" } } }, updateMask: { paths: ["claim_match"] } }));
+    expectOk(await as(door, w.alice)(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: claims("https://ci.example.test", "deploy-2") } }, updateMask: { paths: ["claim_match"] } }));
   });
 
   it("only the operator sets `verified`, on v2beta1 and v1 alike", async () => {

@@ -19,7 +19,7 @@ import { type NamedTransport, rpcTransports } from "./transports.js";
 
 export type CallOutcome =
   | { readonly ok: true; readonly body: JsonObject }
-  | { readonly ok: false; readonly code: number; readonly reason: string | undefined; readonly preconditionTypes: string[] };
+  | { readonly ok: false; readonly code: number; readonly reason: string | undefined; readonly preconditionTypes: string[]; readonly message: string };
 
 export interface CallDoor {
   readonly name: string;
@@ -43,6 +43,7 @@ function rpcDoor(transport: NamedTransport): CallDoor {
           code: err.code,
           reason: err.findDetails(ErrorInfoSchema)[0]?.reason,
           preconditionTypes: (err.findDetails(PreconditionFailureSchema)[0]?.violations ?? []).map((v) => v.type),
+          message: err.rawMessage,
         };
       }
     },
@@ -116,6 +117,7 @@ const restDoor: CallDoor = {
       code: res.body?.code,
       reason: details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"))?.reason,
       preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
+      message: String(res.body?.message ?? ""),
     };
   },
 };

@@ -6,9 +6,14 @@
  * LookupGroup, RequestGroupAccess and CheckEligibility act on the caller's verified
  * organization, matched by the verified email domain of its identity; the rules (and why) are
  * in caller-organization.ts, shared with v1.
+ * `verified` is the operator's to change (src/auth/operator-fields.ts): a customer's Create
+ * with verified=true, or Update that would change it, is PERMISSION_DENIED
+ * (OPERATOR_ONLY_FIELD).
+ * DeleteGroup removes the group's own role bindings with it (src/store/groups.ts).
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ownerOfNewOrganization } from "../../auth/caller.js";
+import { isOperator, requireOperatorToChange } from "../../auth/operator-fields.js";
 import {
   GroupSchema,
   type GroupsService,
@@ -61,6 +66,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
           : undefined,
       );
       if (violations.length > 0 || !group) throw invalidArgument(violations);
+      if (group.verified) requireOperatorToChange(context, "verified");
       const row = await repo.create(
         {
           parentUid: req.parent === "" ? null : req.parent,
@@ -75,7 +81,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       return groupToProto(row);
     },
 
-    async updateGroup(req) {
+    async updateGroup(req, context) {
       const group = req.group;
       if (!group) throw invalidField("group", "is required");
       requireValid(checkUidp("uid", group.uid));
@@ -105,7 +111,13 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       }
       const found = collect(...violations);
       if (found.length > 0) throw invalidArgument(found);
-      return groupToProto(await repo.update(group.uid, changes, ctx.now()));
+      const guard =
+        changes.verified === undefined || isOperator(context)
+          ? undefined
+          : (current: { verified: boolean }) => {
+              if (current.verified !== changes.verified) requireOperatorToChange(context, "verified");
+            };
+      return groupToProto(await repo.update(group.uid, changes, ctx.now(), guard));
     },
 
     async lookupGroup(_req, context) {

@@ -29,7 +29,13 @@
  *   kind without giving it (which would leave none) is INVALID_ARGUMENT `relationship`. A REST
  *   mask inferred from the body (`claim_match.issuer`, …) counts as its top-level field, so a
  *   REST body must carry the whole relationship.
- * - Delete: NOT_FOUND when missing; the identity's role bindings go in the same transaction.
+ * - Anti-escalation (src/auth/grant-guard.ts): outside the operator, changing the
+ *   relationship (how the identity is assumed: claim_match, static_keys, aws_identity,
+ *   service_principal) to a different one, or deleting the identity, needs every capability
+ *   its bindings grant, held at the identity's group; otherwise PERMISSION_DENIED with reason
+ *   PRIVILEGE_ESCALATION. name, description and company are not guarded.
+ * - Delete: NOT_FOUND when missing; the identity's role bindings go in the same transaction,
+ *   unless one is its organization's last owner binding (FAILED_PRECONDITION LAST_OWNER).
  * - List filters: `uidp`, exact `name`, `relationship_type` (UNSPECIFIED = all). Orders: `uid`
  *   (default), `name`, `create_time`/`created_at`, `update_time`/`updated_at`.
  * - LookupIdentity: issuer and subject are required (INVALID_ARGUMENT otherwise); the answer
@@ -77,6 +83,7 @@ import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { checkClaimMatch, checkStringMatch, checkValue } from "./claim-match.js";
 import { identityMetadataToProto, identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
+import { escalationGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for identities. */
@@ -157,7 +164,7 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
       return identityToProto(row);
     },
 
-    async updateIdentity(req) {
+    async updateIdentity(req, context) {
       const identity = req.identity;
       if (!identity) throw invalidField("identity", "is required");
       requireValid(checkUidp("uid", identity.uid));
@@ -193,11 +200,18 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
       const found = collect(...violations);
       if (found.length > 0) throw invalidArgument(found);
       if (replaces) changes.relationship = relationshipFromProto(identity.relationship, now);
+      const guard = escalationGuard(context);
       const row = await repo.update(
         identity.uid,
-        (current) => {
+        (current, view) => {
           const kind = current.relationship?.kind;
           if (changes.relationship === undefined && kind !== undefined && named.has(kind)) throw invalidArgument([EXACTLY_ONE]);
+          // A new relationship decides who may assume the identity, and so who wields its
+          // bindings: only a caller holding all of that may change it. Restating the same one
+          // (a REST client writing back what it read) changes nothing and passes.
+          if (changes.relationship !== undefined && JSON.stringify(changes.relationship) !== JSON.stringify(current.relationship)) {
+            guard.identity(view, current.uid, current.parentUid);
+          }
           return changes;
         },
         now,
@@ -242,9 +256,10 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
       return identityMetadataToProto(row);
     },
 
-    async deleteIdentity(req) {
+    async deleteIdentity(req, context) {
       requireValid(checkUidp("uid", req.uid));
-      await repo.delete(req.uid);
+      const guard = escalationGuard(context);
+      await repo.delete(req.uid, (view, current) => guard.identity(view, current.uid, current.parentUid));
       return {};
     },
 

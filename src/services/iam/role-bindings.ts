@@ -19,11 +19,16 @@
  *   ones), checked as on create against the binding's group.
  * - DeleteRoleBinding succeeds when the binding does not exist (AIP-135; api-facts §11.9); a
  *   malformed uid is still INVALID_ARGUMENT. GetRoleBinding is NOT_FOUND when missing.
+ * - An organization's last `owner` binding at the organization cannot be deleted or
+ *   re-targeted (FAILED_PRECONDITION, PreconditionFailure type LAST_OWNER); deleting the
+ *   organization removes it with the group.
  * - List filters: `uidp` (on the binding uid), `identity`, `group`, `role` (exact UIDPs).
  *   Orders: `uid` (default), `create_time`/`created_at`.
  * - Anti-escalation (src/auth/grant-guard.ts): outside the operator, granting a role (create,
- *   batch create, update of role_uid) needs every capability of that role at the group;
- *   otherwise PERMISSION_DENIED with reason PRIVILEGE_ESCALATION.
+ *   batch create) needs every capability of that role at the group; re-targeting a binding
+ *   (identity_uid or role_uid) needs those of the old role and of the new one, and deleting
+ *   one those of its role (taking a grant away from someone who holds more than the caller
+ *   is refused too); otherwise PERMISSION_DENIED with reason PRIVILEGE_ESCALATION.
  * - BatchCreateRoleBindings: 1 to 25 `requests`; each sub-request's `parent` is empty or equal
  *   to the batch `parent`; its role is its own `role_uid` or, when empty, the batch `role_uid`
  *   (a sub-request role_uid different from a non-empty batch role_uid is INVALID_ARGUMENT).
@@ -31,7 +36,7 @@
  *   default is at fault). All bindings are written in one transaction or none is; the
  *   response lists them in request order.
  */
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type BatchCreateRoleBindingsRequest,
   ListRoleBindingsRequestSchema,
@@ -41,14 +46,13 @@ import {
 import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
-import { type NewRoleBinding, type RoleBindingChanges, type RoleBindingOrder, roleBindingOrderValue } from "../../store/role-bindings.js";
+import { type BindingGuard, type NewRoleBinding, type RoleBindingChanges, type RoleBindingOrder, roleBindingOrderValue } from "../../store/role-bindings.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkOptionalUidp, checkUidp, collect, requireValid } from "../validate.js";
 import { roleBindingToProto } from "./convert-role-bindings.js";
-import { requireGrantable } from "../../auth/grant-guard.js";
+import { escalationGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
-import { parentOf } from "../../store/uidp.js";
 
 /** order_by spellings accepted for role bindings. */
 const BINDING_ORDERS: Readonly<Record<string, RoleBindingOrder>> = {
@@ -85,16 +89,14 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
         checkUidp(SINGLE_FIELDS.roleUid, roleUid),
       );
       if (violations.length > 0) throw invalidArgument(violations);
-      await requireGrantable(ctx, context, req.parent, [roleUid]);
-      const [row] = await repo.create(req.parent, [{ identityUid, roleUid, fields: SINGLE_FIELDS }], ctx.now());
+      const [row] = await repo.create(req.parent, [{ identityUid, roleUid, fields: SINGLE_FIELDS }], ctx.now(), bindingGuard(context));
       return roleBindingToProto(row as NonNullable<typeof row>);
     },
 
     async batchCreateRoleBindings(req, context) {
       const { bindings, violations } = batchBindings(req);
       if (violations.length > 0) throw invalidArgument(violations);
-      await requireGrantable(ctx, context, req.parent, bindings.map((b) => b.roleUid));
-      const rows = await repo.create(req.parent, bindings, ctx.now());
+      const rows = await repo.create(req.parent, bindings, ctx.now(), bindingGuard(context));
       return { roleBindings: rows.map(roleBindingToProto) };
     },
 
@@ -119,14 +121,12 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
       }
       const found = collect(...violations);
       if (found.length > 0) throw invalidArgument(found);
-      const group = parentOf(binding.uid);
-      if (changes.roleUid !== undefined && group !== null) await requireGrantable(ctx, context, group, [changes.roleUid]);
-      return roleBindingToProto(await repo.update(binding.uid, changes, SINGLE_FIELDS));
+      return roleBindingToProto(await repo.update(binding.uid, changes, SINGLE_FIELDS, bindingGuard(context)));
     },
 
-    async deleteRoleBinding(req) {
+    async deleteRoleBinding(req, context) {
       requireValid(checkUidp("uid", req.uid));
-      await repo.delete(req.uid);
+      await repo.delete(req.uid, bindingGuard(context));
       return {};
     },
 
@@ -164,6 +164,18 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
         skipped: page.skipped,
       };
     },
+  };
+}
+
+/**
+ * The anti-escalation check of a binding write: the caller holds every capability of the role
+ * it grants (`after`) and of the role it takes away (`before`), at the binding's group.
+ */
+function bindingGuard(context: HandlerContext): BindingGuard {
+  const guard = escalationGuard(context);
+  return (view, before, after) => {
+    if (before) guard.roles(view, before.groupUid, [before.roleUid]);
+    if (after) guard.roles(view, after.groupUid, [after.roleUid]);
   };
 }
 

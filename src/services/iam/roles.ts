@@ -15,6 +15,10 @@
  * - UpdateRole: mask paths `name`, `description`, `capabilities`. Without a mask an empty
  *   capability list means "keep" (api-facts §1.5); an explicit mask naming `capabilities` with
  *   an empty list is INVALID_ARGUMENT.
+ * - Anti-escalation (src/auth/grant-guard.ts): outside the operator, CreateRole may only use
+ *   capabilities the caller holds at `parent`, and UpdateRole may only add capabilities the
+ *   caller holds at the role's group and at every group where the role is bound; otherwise
+ *   PERMISSION_DENIED, reason PRIVILEGE_ESCALATION. Dropping capabilities is not restricted.
  * - DeleteRole: NOT_FOUND when missing; FAILED_PRECONDITION RESOURCE_IN_USE while a role
  *   binding (`cannot delete role with role bindings`), a group invite or an identity provider's
  *   default role refers to it.
@@ -39,6 +43,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { roleToProto } from "./convert-roles.js";
+import { escalationGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for roles. */
@@ -64,7 +69,7 @@ export function createRolesService(ctx: ServiceContext): Partial<ServiceImpl<typ
       return roleToProto(row);
     },
 
-    async createRole(req) {
+    async createRole(req, context) {
       const role = req.role;
       const violations = collect(
         checkUidp("parent", req.parent),
@@ -73,14 +78,15 @@ export function createRolesService(ctx: ServiceContext): Partial<ServiceImpl<typ
           : [{ field: "role", description: "is required" }]),
       );
       if (violations.length > 0 || !role) throw invalidArgument(violations);
-      const row = await repo.create(
-        { parentUid: req.parent, name: role.name, description: role.description, capabilities: distinct(role.capabilities) },
-        ctx.now(),
+      const capabilities = distinct(role.capabilities);
+      const guard = escalationGuard(context);
+      const row = await repo.create({ parentUid: req.parent, name: role.name, description: role.description, capabilities }, ctx.now(), (view) =>
+        guard.roleCapabilities(view, "", [req.parent], capabilities),
       );
       return roleToProto(row);
     },
 
-    async updateRole(req) {
+    async updateRole(req, context) {
       const role = req.role;
       if (!role) throw invalidField("role", "is required");
       requireValid(checkUidp("uid", role.uid));
@@ -105,7 +111,16 @@ export function createRolesService(ctx: ServiceContext): Partial<ServiceImpl<typ
       }
       const found = collect(...violations);
       if (found.length > 0) throw invalidArgument(found);
-      return roleToProto(await repo.update(role.uid, changes, ctx.now()));
+      const guard = escalationGuard(context);
+      const row = await repo.update(role.uid, changes, ctx.now(), (view, current) => {
+        if (changes.capabilities === undefined) return;
+        // Only what is added can escalate; the role applies at its group and wherever it is
+        // bound (bindings sit at the group or below, so this is belt and braces).
+        const added = changes.capabilities.filter((c) => !current.capabilities.includes(c));
+        const scopes = [...(current.parentUid === null ? [] : [current.parentUid]), ...view.groupsBinding(current.uid)];
+        guard.roleCapabilities(view, current.uid, scopes, added);
+      });
+      return roleToProto(row);
     },
 
     async deleteRole(req) {

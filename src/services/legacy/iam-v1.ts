@@ -17,6 +17,7 @@ import type { ServiceContext } from "../context.js";
 import { toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
 import { ownerOfNewOrganization } from "../../auth/caller.js";
+import { isOperator, requireOperatorToChange } from "../../auth/operator-fields.js";
 import { callerEligible, lookupCallerGroup, requestCallerGroupAccess } from "../iam/caller-organization.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
@@ -55,6 +56,7 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
         group ? checkDescription("description", group.description) : undefined,
       ].filter((v): v is FieldViolation => v !== undefined);
       if (violations.length > 0 || !group) throw invalidArgument(violations);
+      if (group.verified) requireOperatorToChange(context, "verified");
       const row = await repo.create(
         {
           parentUid: req.parent === "" ? null : req.parent,
@@ -69,7 +71,7 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
       return groupV1(row);
     },
 
-    async update(req) {
+    async update(req, context) {
       const violations = [
         checkUidp("id", req.id),
         checkName("name", req.name),
@@ -77,9 +79,17 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
       ].filter((v): v is FieldViolation => v !== undefined);
       if (violations.length > 0) throw invalidArgument(violations);
       // v1 PUT replaces every mutable field (spec §4 rule 5: "v1 reset omitted fields").
-      return groupV1(
-        await repo.update(req.id, { name: req.name, description: req.description, verified: req.verified }, ctx.now()),
-      );
+      // Except `verified` for a customer (src/auth/operator-fields.ts): false cannot be told
+      // from "not sent", so it keeps the stored value; true on a group that is not verified is
+      // PERMISSION_DENIED, as on v2beta1.
+      const operator = isOperator(context);
+      const changes = { name: req.name, description: req.description, ...(operator || req.verified ? { verified: req.verified } : {}) };
+      const guard = operator
+        ? undefined
+        : (current: { verified: boolean }) => {
+            if (changes.verified !== undefined && current.verified !== changes.verified) requireOperatorToChange(context, "verified");
+          };
+      return groupV1(await repo.update(req.id, changes, ctx.now(), guard));
     },
 
     async lookupGroup(_req, context) {
