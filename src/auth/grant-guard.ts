@@ -15,6 +15,8 @@
  * - an identity's way of being assumed (its relationship) changed, or the identity deleted:
  *   the caller must hold, at the identity's group, everything the identity's bindings grant
  *   (otherwise identity.update alone re-points an owner robot's claim match at the caller).
+ * - a group invite or an identity provider's default role: both grant their role later, to
+ *   whoever redeems or signs in, so setting one needs what granting the role needs.
  * Refusals are PERMISSION_DENIED with reason PRIVILEGE_ESCALATION. Operators are exempt.
  *
  * The checks run inside the write's transaction, through a GrantView (src/store/grant-view.ts),
@@ -56,6 +58,15 @@ function missing(grants: readonly Grant[], scope: string, capabilities: readonly
 
 function escalation(description: string, metadata: Record<string, string>) {
   return permissionDenied(description, { reason: "PRIVILEGE_ESCALATION", metadata });
+}
+
+/**
+ * The check for writes that will grant a role later rather than now (an invite's role, an
+ * identity provider's default role): the caller must be able to grant it today.
+ */
+export function defaultRoleGuard(context: HandlerContext): (view: GrantView, groupUid: string, roleUid: string) => void {
+  const guard = escalationGuard(context);
+  return (view, groupUid, roleUid) => guard.roles(view, groupUid, [roleUid]);
 }
 
 /** The guard for the call's caller: no checks for an operator. */

@@ -13,6 +13,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
+import { type GrantView, grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import {
   allOf,
@@ -102,9 +103,10 @@ export interface GroupInvitesRepository {
   /**
    * Inserts an invite under its group with a fresh uid, key id and code.
    * @throws NOT_FOUND when the group does not exist; INVALID_ARGUMENT `role_uid` when the role
-   * cannot be granted in the group (see `requireAssignableRole`).
+   * cannot be granted in the group (see `requireAssignableRole`); whatever `guard` (the
+   * caller's anti-escalation check on the role the invite will grant) throws.
    */
-  create(invite: NewGroupInvite, now: number): Promise<CreatedGroupInvite>;
+  create(invite: NewGroupInvite, now: number, guard?: (view: GrantView, groupUid: string, roleUid: string) => void): Promise<CreatedGroupInvite>;
   /** @throws NOT_FOUND when there is no such invite. */
   delete(uid: string): Promise<void>;
   list(filter: GroupInviteListFilter, page: KeysetQuery<GroupInviteOrder>): Promise<GroupInviteRecord[]>;
@@ -142,10 +144,11 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
       return row && toRecord(row);
     },
 
-    async create(invite, now) {
+    async create(invite, now, guard) {
       return groupCommit(db, (tx) => {
         requireGroup(tx, invite.parentUid);
         requireAssignableRole(tx, invite.roleUid, invite.parentUid, "role_uid");
+        guard?.(grantView(tx), invite.parentUid, invite.roleUid);
         const keyId = randomBytes(KEY_ID_LENGTH / 2).toString("hex");
         const code = keyId + randomBytes(32).toString("base64url");
         const uid = newUidp(invite.parentUid);

@@ -22,6 +22,7 @@ import {
   withinConditions,
   withinShape,
 } from "./list-query.js";
+import { type GrantView, grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
 import { newUidp } from "./uidp.js";
@@ -87,24 +88,30 @@ export interface IdentityProviderListFilter {
 /** The JSON document in the `oidc` column. */
 type StoredOidc = OidcInput;
 
+/** The anti-escalation check on the role a provider grants its users (src/auth/grant-guard.ts). */
+export type DefaultRoleGuard = (view: GrantView, groupUid: string, roleUid: string) => void;
+
 export interface IdentityProvidersRepository {
   get(uid: string): Promise<IdentityProviderRecord | undefined>;
   /**
    * Inserts a provider with a fresh uid under its group.
    * @throws NOT_FOUND when the group does not exist; INVALID_ARGUMENT `default_role` when the
-   * role cannot be granted in the group (see `requireAssignableRole`).
+   * role cannot be granted in the group (see `requireAssignableRole`); whatever `guard` (the
+   * caller's anti-escalation check on the default role) throws.
    */
-  create(provider: NewIdentityProvider, now: number): Promise<IdentityProviderRecord>;
+  create(provider: NewIdentityProvider, now: number, guard?: DefaultRoleGuard): Promise<IdentityProviderRecord>;
   /**
    * Reads the provider, asks `plan` for the changes (it may throw an ApiError, e.g. after
    * validating the merged OIDC settings), checks a changed default role and writes, all in
    * one transaction, and bumps update_time.
-   * @throws NOT_FOUND; INVALID_ARGUMENT `default_role`.
+   * @throws NOT_FOUND; INVALID_ARGUMENT `default_role`; whatever `guard` throws for a changed
+   * default role.
    */
   update(
     uid: string,
     plan: (current: IdentityProviderRecord) => IdentityProviderChanges,
     now: number,
+    guard?: DefaultRoleGuard,
   ): Promise<IdentityProviderRecord>;
   /** @throws NOT_FOUND when there is no such provider. */
   delete(uid: string): Promise<void>;
@@ -138,10 +145,11 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
       return row && toRecord(row);
     },
 
-    async create(provider, now) {
+    async create(provider, now, guard) {
       return groupCommit(db, (tx) => {
         requireGroup(tx, provider.parentUid);
         requireAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
+        guard?.(grantView(tx), provider.parentUid, provider.defaultRole);
         const row: IdentityProviderRow = {
           uid: newUidp(provider.parentUid),
           parentUid: provider.parentUid,
@@ -157,7 +165,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
       });
     },
 
-    async update(uid, plan, now) {
+    async update(uid, plan, now, guard) {
       return groupCommit(db, (tx) => {
         const existing = tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get();
         if (!existing) throw notFound("identity provider", uid);
@@ -165,6 +173,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
         const { oidc, ...own } = plan(current);
         if (own.defaultRole !== undefined && own.defaultRole !== current.defaultRole) {
           requireAssignableRole(tx, own.defaultRole, current.parentUid, "default_role");
+          guard?.(grantView(tx), current.parentUid, own.defaultRole);
         }
         const stored = JSON.parse(existing.oidc) as StoredOidc;
         const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };

@@ -104,10 +104,15 @@ const restDoor: CallDoor = {
       body = json[key] ?? {};
       delete json[key];
     }
+    // What the path and body did not take goes in the query string, nested fields dotted and
+    // repeated fields repeated (`uidp.ids=a&uidp.ids=b`), as the transcoder reads them.
     const query = new URLSearchParams();
-    if (spec.body !== "*") {
-      for (const [k, v] of Object.entries(json)) if (typeof v !== "object" || v === null) query.set(k, String(v));
-    }
+    const addQuery = (prefix: string, value: unknown): void => {
+      if (Array.isArray(value)) for (const v of value) addQuery(prefix, v);
+      else if (value !== null && typeof value === "object") for (const [k, v] of Object.entries(value)) addQuery(`${prefix}.${k}`, v);
+      else query.append(prefix, String(value));
+    };
+    if (spec.body !== "*") for (const [k, v] of Object.entries(json)) addQuery(k, v);
     const qs = query.toString();
     const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { authorization: `Bearer ${token}` });
     if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject };

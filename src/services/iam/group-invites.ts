@@ -8,6 +8,9 @@
  *   NOT_FOUND).
  * - `role_uid` must be a built-in role or a custom role of the group or one of its ancestors,
  *   else INVALID_ARGUMENT `role_uid` (missing and foreign roles alike).
+ * - Anti-escalation (src/auth/grant-guard.ts): an invite grants its role to whoever redeems
+ *   it, so creating one needs every capability of that role at the group (PERMISSION_DENIED,
+ *   PRIVILEGE_ESCALATION), as granting the role directly does.
  * - `ttl` is required, positive and at most 30 days; expiration_time = now + ttl.
  * - `email`, when given, must look like an address (one `@`, a dotted domain, no whitespace,
  *   at most 254 characters); it is matched case-insensitively against the redeeming
@@ -34,6 +37,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkUidp, collect, requireValid } from "../validate.js";
 import { groupInviteToProto } from "./convert-group-invites.js";
+import { defaultRoleGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
 /** order_by spellings accepted for group invites. */
@@ -52,7 +56,7 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
   const repo = ctx.store.groupInvites;
 
   return {
-    async createGroupInvite(req) {
+    async createGroupInvite(req, context) {
       const invite = req.groupInvite;
       const ttl = ttlMs(invite?.ttl);
       const violations = collect(
@@ -67,6 +71,7 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
       const created = await repo.create(
         { parentUid: req.parent, roleUid: invite.roleUid, email: invite.email, singleUse: invite.singleUse, ttlMs: ttl },
         ctx.now(),
+        defaultRoleGuard(context),
       );
       return groupInviteToProto(created.invite, created.code);
     },

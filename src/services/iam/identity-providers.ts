@@ -8,6 +8,9 @@
  *   has); a malformed one is INVALID_ARGUMENT `parent`, a missing group NOT_FOUND.
  * - `default_role` must be a built-in role or a custom role of the parent group or one of its
  *   ancestors, else INVALID_ARGUMENT `default_role` (missing and foreign roles alike).
+ * - Anti-escalation (src/auth/grant-guard.ts): the default role is granted to the provider's
+ *   users, so setting it (create, or update to another role) needs every capability of that
+ *   role at the provider's group (PERMISSION_DENIED, PRIVILEGE_ESCALATION).
  * - `oidc` is required: it is the only configuration. `issuer` is an absolute https URL with
  *   no credentials, query or fragment (http only for loopback hosts, for local IdPs);
  *   `client_id` is required; `client_secret` is required unless `pkce_enabled`;
@@ -25,6 +28,7 @@
  *   and answer UNIMPLEMENTED through the call pipeline.
  */
 import { create } from "@bufbuild/protobuf";
+import { defaultRoleGuard } from "../../auth/grant-guard.js";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   type IdentityProvider_OIDC,
@@ -94,7 +98,7 @@ export function createIdentityProvidersService(
       return identityProviderToProto(row);
     },
 
-    async createIdentityProvider(req) {
+    async createIdentityProvider(req, context) {
       const idp = req.identityProvider;
       const oidc = idp?.configuration.case === "oidc" ? idp.configuration.value : undefined;
       const violations = collect(
@@ -116,11 +120,12 @@ export function createIdentityProvidersService(
           oidc: oidcFromProto(oidc),
         },
         ctx.now(),
+        defaultRoleGuard(context),
       );
       return identityProviderToProto(row);
     },
 
-    async updateIdentityProvider(req) {
+    async updateIdentityProvider(req, context) {
       const idp = req.identityProvider;
       if (!idp) throw invalidField("identity_provider", "is required");
       requireValid(checkUidp("uid", idp.uid));
@@ -159,6 +164,7 @@ export function createIdentityProvidersService(
         idp.uid,
         (current) => (oidcFields.size === 0 ? changes : { ...changes, oidc: mergeOidc(current.oidc, given, oidcFields, secretNamed) }),
         ctx.now(),
+        defaultRoleGuard(context),
       );
       return identityProviderToProto(row);
     },
