@@ -15,6 +15,8 @@
  * - an identity's way of being assumed (its relationship) changed, or the identity deleted:
  *   the caller must hold, at the identity's group, everything the identity's bindings grant
  *   (otherwise identity.update alone re-points an owner robot's claim match at the caller).
+ * - a group deleted with its role bindings: the caller must hold the roles it takes away
+ *   (otherwise groups.delete alone removes an organization from under its owner);
  * - a group invite or an identity provider's default role: both grant their role later, to
  *   whoever redeems or signs in, so setting one needs what granting the role needs.
  * Refusals are PERMISSION_DENIED with reason PRIVILEGE_ESCALATION. Operators are exempt.

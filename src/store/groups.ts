@@ -9,6 +9,7 @@ import { and, asc, eq, getTableColumns, isNull, or, sql } from "drizzle-orm";
 import { failedPrecondition, notFound, permissionDenied } from "../errors/api-error.js";
 import { builtInRoleUid } from "./builtin-roles.js";
 import type { Db } from "./db.js";
+import { type GrantView, grantView } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
 import {
   allOf,
@@ -113,11 +114,12 @@ export interface GroupsRepository {
   /**
    * Deletes a group that holds nothing but role bindings, and those bindings with it (they
    * grant nothing once the group is gone; an organization's owner bindings, which cannot be
-   * removed one by one, go this way). @throws NOT_FOUND; FAILED_PRECONDITION
-   * (RESOURCE_NOT_EMPTY) while any other child exists. The check and the delete are one
-   * transaction.
+   * removed one by one, go this way), after `guard` (the caller's anti-escalation check on
+   * the roles those bindings grant). @throws NOT_FOUND; FAILED_PRECONDITION
+   * (RESOURCE_NOT_EMPTY) while any other child exists; whatever `guard` throws. The checks
+   * and the delete are one transaction.
    */
-  delete(uid: string): Promise<void>;
+  delete(uid: string, guard?: (view: GrantView, boundRoleUids: string[]) => void): Promise<void>;
   list(filter: GroupListFilter, page: KeysetQuery<GroupOrder>): Promise<GroupRecord[]>;
   count(filter: GroupListFilter): Promise<number>;
   /**
@@ -248,7 +250,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
       });
     },
 
-    async delete(uid) {
+    async delete(uid, guard) {
       await groupCommit(db, (tx) => {
         const existing = tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).get();
         if (!existing) throw notFound("group", uid);
@@ -259,6 +261,13 @@ export function createGroupsRepository(db: Db): GroupsRepository {
               { metadata: { child_kind: child.kind } },
             );
           }
+        }
+        if (guard) {
+          const bound = tx.selectDistinct({ roleUid: roleBindings.roleUid }).from(roleBindings).where(eq(roleBindings.groupUid, uid)).all();
+          guard(
+            grantView(tx),
+            bound.map((b) => b.roleUid),
+          );
         }
         tx.delete(roleBindings).where(eq(roleBindings.groupUid, uid)).run();
         tx.delete(groups).where(eq(groups.uid, uid)).run();

@@ -125,6 +125,12 @@ const fx = {
 };
 const OIDC = { issuer: "https://idp.example.com/realms/acme", clientId: "trellis-console", clientSecret: "s3cret-value" };
 const claimMatch = (subject: string) => ({ case: "claimMatch" as const, value: { iss: { case: "issuer" as const, value: "https://idp.example.test" }, sub: { case: "subject" as const, value: subject } } });
+/** A fresh child of `g` whose only content is a binding of the built-in `role` (deleting it revokes that). */
+async function boundChild(g: string, role: string): Promise<string> {
+  const child = await fx.group(g);
+  await fx.binding(child, await fx.identity(g), builtInRoleUid(role));
+  return child;
+}
 const VIEWER = capsOf("viewer");
 const OWNER = capsOf("owner");
 
@@ -149,7 +155,10 @@ const list = (fixture: (g: string) => Promise<string>) => v("list", async (g) =>
 const VARIANTS: Readonly<Record<string, readonly Variant[]>> = {
   // GroupsService
   "chainguard.platform.iam.v2beta1.GroupsService/GetGroup": [v("get", async (g) => ({ request: { uid: g } }))],
-  "chainguard.platform.iam.v2beta1.GroupsService/DeleteGroup": [v("empty child", async (g) => ({ request: { uid: await fx.group(g) } }))],
+  "chainguard.platform.iam.v2beta1.GroupsService/DeleteGroup": [
+    v("empty child", async (g) => ({ request: { uid: await fx.group(g) } })),
+    v("child with an owner bound", async (g) => ({ request: { uid: await boundChild(g, "owner") } }), grants(OWNER)),
+  ],
   "chainguard.platform.iam.v2beta1.GroupsService/ListGroups": [list(fx.group)],
   "chainguard.platform.iam.v2beta1.GroupsService/CreateGroup": [
     v("folder", async (g) => ({ request: { parent: g, group: { name: unique("new") } } })),
@@ -168,7 +177,10 @@ const VARIANTS: Readonly<Record<string, readonly Variant[]>> = {
     v("rename", async (g) => ({ request: { id: await fx.group(g), name: unique("renamed") } })),
     v("verified", async (g) => ({ request: { id: await fx.group(g), name: unique("renamed"), verified: true } }), operatorOnly),
   ],
-  "chainguard.platform.iam.Groups/Delete": [v("empty child", async (g) => ({ request: { id: await fx.group(g) } }))],
+  "chainguard.platform.iam.Groups/Delete": [
+    v("empty child", async (g) => ({ request: { id: await fx.group(g) } })),
+    v("child with a viewer bound", async (g) => ({ request: { id: await boundChild(g, "viewer") } }), grants(VIEWER)),
+  ],
   "chainguard.platform.iam.Groups/List": [
     v("list", async (g) => {
       const uid = await fx.group(g);

@@ -213,8 +213,17 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     // With a second owner, either may go.
     const second = await w.bind(w.mallory.uid, "owner");
     expectOk(await alice(RoleBindingsService.method.deleteRoleBinding, { uid: second }));
-    // The founder deletes the organization with its bindings (hers included).
-    await w.bind(w.mallory.uid, "viewer");
+    // groups.delete alone does not delete a group from under its owner (deleting takes the
+    // group's bindings with it); the owner above may.
+    const folder = (await op("POST", `/iam/v2beta1/groups/${w.org}`, { name: "team" })).uid as string;
+    const carol = await user(`carol-lo-${door.name.replace(/[^a-z]/g, "")}`);
+    await op("POST", `/iam/v2beta1/roleBindings/${folder}`, { identityUid: carol.uid, roleUid: builtInRoleUid("owner") });
+    const narrow = await w.narrow(w.mallory.uid, [Capability.CAP_IAM_GROUPS_DELETE]);
+    await expectRefused(() => as(door, w.mallory)(GroupsService.method.deleteGroup, { uid: folder }), ...ESCALATION);
+    expectOk(await alice(GroupsService.method.deleteGroup, { uid: folder }));
+    await op("DELETE", `/iam/v2beta1/roleBindings/${narrow.binding}`);
+    await op("DELETE", `/iam/v2beta1/roles/${narrow.role}`);
+    // The founder deletes the organization with its bindings (hers and mallory's included).
     expectOk(await alice(GroupsService.method.deleteGroup, { uid: w.org }));
     const left = await op("GET", `/iam/v2beta1/roleBindings?group=${w.org}`);
     expect(left.roleBindings ?? []).toEqual([]);

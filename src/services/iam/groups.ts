@@ -9,10 +9,14 @@
  * `verified` is the operator's to change (src/auth/operator-fields.ts): a customer's Create
  * with verified=true, or Update that would change it, is PERMISSION_DENIED
  * (OPERATOR_ONLY_FIELD).
- * DeleteGroup removes the group's own role bindings with it (src/store/groups.ts).
+ * DeleteGroup removes the group's own role bindings with it (src/store/groups.ts); since that
+ * takes their roles away from whoever holds them, the caller must hold those roles'
+ * capabilities at the group (src/auth/grant-guard.ts, PRIVILEGE_ESCALATION): groups.delete
+ * alone does not remove an organization its owner still holds.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ownerOfNewOrganization } from "../../auth/caller.js";
+import { escalationGuard } from "../../auth/grant-guard.js";
 import { isOperator, requireOperatorToChange } from "../../auth/operator-fields.js";
 import {
   GroupSchema,
@@ -133,9 +137,10 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       return {};
     },
 
-    async deleteGroup(req) {
+    async deleteGroup(req, context) {
       requireValid(checkUidp("uid", req.uid));
-      await repo.delete(req.uid);
+      const guard = escalationGuard(context);
+      await repo.delete(req.uid, (view, roles) => guard.roles(view, req.uid, roles));
       return {};
     },
 

@@ -17,6 +17,7 @@ import type { ServiceContext } from "../context.js";
 import { toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
 import { ownerOfNewOrganization } from "../../auth/caller.js";
+import { escalationGuard } from "../../auth/grant-guard.js";
 import { isOperator, requireOperatorToChange } from "../../auth/operator-fields.js";
 import { callerEligible, lookupCallerGroup, requestCallerGroupAccess } from "../iam/caller-organization.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
@@ -105,11 +106,12 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
       return {};
     },
 
-    async delete(req) {
+    async delete(req, context) {
       if (req.id === "") throw invalidField("id", "is required");
       const violation = checkUidp("id", req.id);
       if (violation) throw invalidArgument([violation]);
-      await repo.delete(req.id);
+      const guard = escalationGuard(context);
+      await repo.delete(req.id, (view, roles) => guard.roles(view, req.id, roles));
       return {};
     },
   };
