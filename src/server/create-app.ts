@@ -30,6 +30,7 @@ import { createFastGrpcWebUnary } from "./fast-unary/grpc-web.js";
 import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
+import { strictUtf8Decoder } from "./strict-utf8.js";
 import { apiServices } from "./routes.js";
 
 export interface App {
@@ -132,7 +133,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
     });
 
-    const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true };
+    // Bodies that are not UTF-8 are refused, not decoded with U+FFFD (strict-utf8.ts).
+    const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true, textDecoder: strictUtf8Decoder };
     // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped implementations
     // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
     // goes to connect-node.

@@ -1,0 +1,138 @@
+/**
+ * Request bodies that decode to something other than what the client sent are refused on every
+ * door, never stored: invalid UTF-8 inside a JSON string (a lenient decoder would store
+ * U+FFFD), a JSON object with a key twice (JSON.parse would keep the last), and a compressed
+ * body that does not decompress (the client's bytes, so INVALID_ARGUMENT, not INTERNAL).
+ *
+ * Two servers: the default one, whose Connect unary calls take the fast path
+ * (src/server/fast-unary/), and one with it off, where connect-node serves them. Each case is
+ * sent raw on HTTP/1.1 and h2 where the door speaks both, and leaves the database unchanged.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { defaultToken } from "../support/auth.js";
+import { snapshotDb } from "../support/db.js";
+import { type Door, type HeaderPairs, type Outcome, outcomeOf, rawRequest } from "../support/doors.js";
+import { envelope } from "../support/raw-rpc.js";
+
+const CREATE = "/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup";
+const LIST = "/chainguard.platform.iam.v2beta1.GroupsService/ListGroups";
+
+let fast: TestApp;
+let slow: TestApp;
+beforeAll(async () => {
+  fast = await startTestApp();
+  slow = await startTestApp({}, {}, { fastUnary: false });
+});
+afterAll(async () => {
+  await fast?.close();
+  await slow?.close();
+});
+
+interface Case {
+  readonly name: string;
+  readonly door: Door;
+  readonly h2: boolean;
+  readonly server: () => TestApp;
+  /** The request for a JSON body (already compressed where the case says so). */
+  readonly send: (t: TestApp, json: Buffer) => Promise<Outcome>;
+}
+
+const auth = (t: TestApp): [string, string] => ["authorization", `Bearer ${defaultToken(t.url)}`];
+
+function connectCase(server: () => TestApp, label: string, h2: boolean, extra: HeaderPairs = []): Case {
+  return {
+    name: `connect json ${h2 ? "h2" : "http/1.1"} (${label})`,
+    door: "connect",
+    h2,
+    server,
+    send: async (t, json) =>
+      outcomeOf("connect", await rawRequest(t.url, { h2, path: CREATE, headers: [auth(t), ["content-type", "application/json"], ...extra], body: json })),
+  };
+}
+
+/** gRPC (h2) or gRPC-web (HTTP/1.1) with `+json`: always connect-node's. */
+function envelopedCase(door: "grpc" | "grpc-web", h2: boolean, compressed = false): Case {
+  return {
+    name: `${door}+json ${h2 ? "h2" : "http/1.1"}`,
+    door,
+    h2,
+    server: () => fast,
+    send: async (t, json) => {
+      const framed = envelope(json);
+      if (compressed) framed[0] = 1;
+      const headers: HeaderPairs = [
+        auth(t),
+        ["content-type", `application/${door}+json`],
+        ...(door === "grpc" ? ([["te", "trailers"]] as const) : []),
+        ...(compressed ? ([["grpc-encoding", "gzip"]] as const) : []),
+      ];
+      return outcomeOf(door, await rawRequest(t.url, { h2, path: CREATE, headers, body: framed }));
+    },
+  };
+}
+
+const restCase = (h2: boolean, extra: HeaderPairs = []): Case => ({
+  name: `rest ${h2 ? "h2" : "http/1.1"}`,
+  door: "rest",
+  h2,
+  server: () => fast,
+  send: async (t, json) =>
+    outcomeOf(
+      "rest",
+      await rawRequest(t.url, { h2, path: "/iam/v2beta1/groups", headers: [auth(t), ["content-type", "application/json"], ...extra], body: json }),
+    ),
+});
+
+const JSON_DOORS: Case[] = [
+  connectCase(() => fast, "fast path", false),
+  connectCase(() => fast, "fast path", true),
+  connectCase(() => slow, "connect-node", false),
+  connectCase(() => slow, "connect-node", true),
+  envelopedCase("grpc", true),
+  envelopedCase("grpc-web", false),
+  envelopedCase("grpc-web", true),
+  restCase(false),
+  restCase(true),
+];
+
+/** Sends and asserts the database did not change; returns what the door answered. */
+async function refusedUnchanged(c: Case, body: Buffer): Promise<Outcome> {
+  const t = c.server();
+  const before = snapshotDb(t.dbFile);
+  const out = await c.send(t, body);
+  expect(snapshotDb(t.dbFile), "a refused request changed the database").toBe(before);
+  return out;
+}
+
+/** `{"group": {"name": …, "description": "ab<bytes>cd"}}` as raw bytes (REST's body is the group itself). */
+function groupWithDescriptionBytes(door: Door, bytes: number[]): Buffer {
+  const inner = Buffer.concat([
+    Buffer.from('{"name":"utf8 probe","description":"ab'),
+    Buffer.from(bytes),
+    Buffer.from('cd"}'),
+  ]);
+  return door === "rest" ? inner : Buffer.concat([Buffer.from('{"group":'), inner, Buffer.from("}")]);
+}
+
+describe("invalid UTF-8 inside a JSON string", () => {
+  // A lone continuation byte, an overlong encoding of "/", a surrogate half encoded in UTF-8,
+  // and a truncated 3-byte sequence: each one a lenient decoder turns into U+FFFD.
+  const BAD: number[][] = [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]];
+  it.each(JSON_DOORS)("is INVALID_ARGUMENT with ErrorInfo on $name", async (c) => {
+    for (const bytes of BAD) {
+      const out = await refusedUnchanged(c, groupWithDescriptionBytes(c.door, bytes));
+      expect(out.code, `${c.name} ${bytes}`).toBe(3);
+      expect(out.reason).toBe("INVALID_ARGUMENT");
+      expect(out.message).toMatch(/UTF-8/);
+    }
+  });
+
+  it.each(JSON_DOORS)("still takes well-formed multi-byte text on $name", async (c) => {
+    const t = c.server();
+    const out = await c.send(t, groupWithDescriptionBytes(c.door, [...Buffer.from("é ü 漢 😀")]));
+    expect(out.code, out.message).toBe(0);
+    const json = c.door === "grpc" || c.door === "grpc-web" ? undefined : JSON.parse(out.text);
+    if (json) expect(json.description).toBe("abé ü 漢 😀cd");
+  });
+});
