@@ -8,6 +8,7 @@
  * (src/server/fast-unary/), and one with it off, where connect-node serves them. Each case is
  * sent raw on HTTP/1.1 and h2 where the door speaks both, and leaves the database unchanged.
  */
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { defaultToken } from "../support/auth.js";
@@ -134,5 +135,57 @@ describe("invalid UTF-8 inside a JSON string", () => {
     expect(out.code, out.message).toBe(0);
     const json = c.door === "grpc" || c.door === "grpc-web" ? undefined : JSON.parse(out.text);
     if (json) expect(json.description).toBe("abé ü 漢 😀cd");
+  });
+});
+
+describe("a JSON object with the same key twice", () => {
+  it.each(JSON_DOORS)("is INVALID_ARGUMENT naming the key on $name", async (c) => {
+    const inner = '{"name":"first","description":"x","name":"second"}';
+    const body = Buffer.from(c.door === "rest" ? inner : `{"group":${inner}}`);
+    const out = await refusedUnchanged(c, body);
+    expect(out.code).toBe(3);
+    expect(out.reason).toBe("INVALID_ARGUMENT");
+    expect(out.message).toContain('duplicate object key "name"');
+  });
+
+  it.each(JSON_DOORS)("is refused at the top level and when one copy is spelled with an escape on $name", async (c) => {
+    const top = c.door === "rest" ? '{"name":"a","name":"b"}' : '{"group":{"name":"a"},"group":{"name":"b"}}';
+    expect((await refusedUnchanged(c, Buffer.from(top))).code).toBe(3);
+    const escaped = c.door === "rest" ? '{"name":"a","\\u006eame":"b"}' : '{"group":{"name":"a","\\u006eame":"b"}}';
+    const out = await refusedUnchanged(c, Buffer.from(escaped));
+    expect(out.code).toBe(3);
+    expect(out.message).toContain('duplicate object key "name"');
+  });
+});
+
+describe("a JSON key twice on REST", () => {
+  it("is named in a `body` violation, even when the key holds a quote or a backslash", async () => {
+    for (const key of ["name", 'a"b', "a\\b"]) {
+      const k = JSON.stringify(key);
+      const out = await refusedUnchanged(restCase(false), Buffer.from(`{${k}:"x",${k}:"y"}`));
+      expect(out.code).toBe(3);
+      expect(out.fields).toEqual(["body"]);
+      expect(out.message).toBe(`Invalid argument: body: duplicate object key ${k}`);
+    }
+  });
+});
+
+describe("a compressed REST body", () => {
+  const good = gzipSync(Buffer.from('{"pageSize": 1}'));
+  const CORRUPT = { truncated: good.subarray(0, good.length - 6) };
+  it("REST decompresses nothing: a gzip body, corrupt or not, is 415 INVALID_ARGUMENT on `body`", async () => {
+    for (const h2 of [false, true]) {
+      for (const body of [good, CORRUPT.truncated]) {
+        const out = await refusedUnchanged(restCase(h2, [["content-encoding", "gzip"]]), body);
+        expect(out.status).toBe(415);
+        expect(out.code).toBe(3);
+        expect(out.reason).toBe("INVALID_ARGUMENT");
+        expect(out.fields).toContain("body");
+        expect(out.message).toContain('content encoding "gzip"');
+      }
+    }
+    // identity is no encoding at all
+    const plain = await restCase(false, [["content-encoding", "identity"]]).send(fast, Buffer.from('{"name":"identity probe"}'));
+    expect(plain.code, plain.message).toBe(0);
   });
 });
