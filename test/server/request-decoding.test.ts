@@ -8,7 +8,7 @@
  * (src/server/fast-unary/), and one with it off, where connect-node serves them. Each case is
  * sent raw on HTTP/1.1 and h2 where the door speaks both, and leaves the database unchanged.
  */
-import { gzipSync } from "node:zlib";
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { defaultToken } from "../support/auth.js";
@@ -170,9 +170,105 @@ describe("a JSON key twice on REST", () => {
   });
 });
 
-describe("a compressed REST body", () => {
-  const good = gzipSync(Buffer.from('{"pageSize": 1}'));
-  const CORRUPT = { truncated: good.subarray(0, good.length - 6) };
+describe("a compressed body that does not decompress", () => {
+  const json = Buffer.from('{"pageSize": 1}');
+  const good = gzipSync(json);
+  /** Not gzip at all, cut short, and with a wrong CRC (last 8 bytes: CRC32, size). */
+  const CORRUPT: Record<string, Buffer> = {
+    "not gzip": Buffer.from("definitely not gzip"),
+    truncated: good.subarray(0, good.length - 6),
+    "bad crc": Buffer.concat([good.subarray(0, good.length - 8), Buffer.from([1, 2, 3, 4]), good.subarray(good.length - 4)]),
+    "bad deflate data": Buffer.concat([good.subarray(0, 10), Buffer.from([0xff, 0xff, 0xff, 0xff]), good.subarray(14)]),
+  };
+
+  const listCase = (server: () => TestApp, label: string, h2: boolean): Case => ({
+    name: `connect json ${h2 ? "h2" : "http/1.1"} (${label})`,
+    door: "connect",
+    h2,
+    server,
+    send: async (t, body) =>
+      outcomeOf(
+        "connect",
+        await rawRequest(t.url, {
+          h2,
+          path: LIST,
+          headers: [auth(t), ["content-type", "application/json"], ["content-encoding", "gzip"]],
+          body,
+        }),
+      ),
+  });
+  const envelopedList = (door: "grpc" | "grpc-web", h2: boolean, server: () => TestApp): Case => ({
+    name: `${door}+proto ${h2 ? "h2" : "http/1.1"}, grpc-encoding gzip`,
+    door,
+    h2,
+    server,
+    send: async (t, body) => {
+      const framed = envelope(body);
+      framed[0] = 1; // the compressed flag
+      const headers: HeaderPairs = [
+        auth(t),
+        ["content-type", `application/${door}`],
+        ["grpc-encoding", "gzip"],
+        ...(door === "grpc" ? ([["te", "trailers"]] as const) : []),
+      ];
+      return outcomeOf(door, await rawRequest(t.url, { h2, path: LIST, headers, body: framed }));
+    },
+  });
+  const DOORS: Case[] = [
+    listCase(() => fast, "fast path", false),
+    listCase(() => fast, "fast path", true),
+    listCase(() => slow, "connect-node", false),
+    listCase(() => slow, "connect-node", true),
+    envelopedList("grpc", true, () => fast),
+    envelopedList("grpc", true, () => slow),
+    envelopedList("grpc-web", false, () => fast),
+    envelopedList("grpc-web", true, () => slow),
+  ];
+
+  it.each(DOORS)("is INVALID_ARGUMENT with ErrorInfo on $name", async (c) => {
+    for (const [kind, body] of Object.entries(CORRUPT)) {
+      // ListGroups writes nothing; the gzip case on CreateGroup below covers the database.
+      const out = await c.send(c.server(), c.door === "connect" ? body : Buffer.from(body));
+      expect(out.code, `${c.name}, ${kind}: ${out.message}`).toBe(3);
+      expect(out.reason).toBe("INVALID_ARGUMENT");
+      expect(out.errorInfoFirst).toBe(true);
+      expect(out.message).toContain("does not decompress");
+      if (c.door === "connect") expect(out.status).toBe(400);
+    }
+  });
+
+  it("a brotli body that does not decompress is INVALID_ARGUMENT too (Connect, both paths)", async () => {
+    const br = brotliCompressSync(json);
+    for (const server of [() => fast, () => slow]) {
+      for (const body of [br.subarray(0, br.length - 3), Buffer.from("not brotli at all")]) {
+        const t = server();
+        const res = await rawRequest(t.url, {
+          h2: false,
+          path: LIST,
+          headers: [auth(t), ["content-type", "application/json"], ["content-encoding", "br"]],
+          body,
+        });
+        const out = outcomeOf("connect", res);
+        expect(out.code, out.message).toBe(3);
+        expect(out.status).toBe(400);
+        expect(out.reason).toBe("INVALID_ARGUMENT");
+      }
+    }
+  });
+
+  it.each(DOORS)("a well-formed gzip body is still served on $name", async (c) => {
+    const body = c.door === "connect" ? good : gzipSync(Buffer.alloc(0));
+    const out = await c.send(c.server(), body);
+    expect(out.code, out.message).toBe(0);
+  });
+
+  it("a corrupt gzip CreateGroup writes nothing (Connect, gRPC-web)", async () => {
+    for (const c of [connectCase(() => fast, "fast path", false, [["content-encoding", "gzip"]]), envelopedCase("grpc-web", false, true)]) {
+      const out = await refusedUnchanged(c, CORRUPT.truncated);
+      expect(out.code, c.name).toBe(3);
+    }
+  });
+
   it("REST decompresses nothing: a gzip body, corrupt or not, is 415 INVALID_ARGUMENT on `body`", async () => {
     for (const h2 of [false, true]) {
       for (const body of [good, CORRUPT.truncated]) {
