@@ -8,7 +8,7 @@ import { type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import { credentialInQuery, tokenInUrlError } from "../auth/authenticate.js";
+import { credentialInQuery, foldRepeatedAuthorization, tokenInUrlError } from "../auth/authenticate.js";
 import { createExchangeService } from "../auth/exchange.js";
 import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
@@ -170,6 +170,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const cors = createCors(config.corsOrigins ?? []);
     const listener = await listen(
       (req, res) => {
+        // Before any door reads the headers: a second Authorization header must not vanish.
+        foldRepeatedAuthorization(req);
         if (cors?.(req, res)) return;
         if (auth.wellKnown(req, res)) return;
         const toConnect = () => {
