@@ -78,9 +78,24 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
       case "scoped":
         requireAt(plan.scopePath, plan.capabilities);
         return;
-      case "list":
+      case "list": {
+        // A List narrowed to a group (`uidp.descendants_of` / `children_of`) answers like
+        // a Get on that group: PERMISSION_DENIED unless the caller holds the List's
+        // capabilities there, i.e. at the group or an ancestor. An empty list instead would
+        // tell "not yours" apart from "yours but empty" no better, and would hide a mistake.
+        // A caller whose rights sit only BELOW the named group is refused too, because
+        // GetGroup on that group refuses it (grants inherit downward only): it names its own
+        // groups to list them. A malformed uid is left to the List's own validation
+        // (INVALID_ARGUMENT on the field); the operator returned above and lists anything.
+        for (const path of plan.namedScopes) {
+          const named = readPath(request, path);
+          if (named !== "" && isUidp(named) && !holdsAt(grants, named, plan.capabilities)) {
+            throw denied(method, plan.capabilities, named);
+          }
+        }
         context.values.set(VISIBLE_SCOPES, visibleGroups(grants, plan.capabilities));
         return;
+      }
       case "create":
         // An empty parent creates an organization: open to every signed-in caller, who
         // becomes its owner in the same transaction (src/store/groups.ts).
