@@ -129,6 +129,13 @@ describe("invalid UTF-8 inside a JSON string", () => {
     }
   });
 
+  it.each(JSON_DOORS)("a lone surrogate written as a \\u escape (valid bytes, invalid text) is refused too on $name", async (c) => {
+    const inner = '{"name":"utf8 probe","description":"ab\\ud800cd"}';
+    const out = await refusedUnchanged(c, Buffer.from(c.door === "rest" ? inner : `{"group":${inner}}`));
+    expect(out.code, out.message).toBe(3);
+    expect(out.reason).toBe("INVALID_ARGUMENT");
+  });
+
   it.each(JSON_DOORS)("still takes well-formed multi-byte text on $name", async (c) => {
     const t = c.server();
     const out = await c.send(t, groupWithDescriptionBytes(c.door, [...Buffer.from("é ü 漢 😀")]));
