@@ -81,11 +81,12 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
       case "list": {
         // A List narrowed to a group (`uidp.descendants_of` / `children_of`) answers like
         // a Get on that group: PERMISSION_DENIED unless the caller holds the List's
-        // capabilities there, i.e. at the group or an ancestor. An empty list instead would
-        // tell "not yours" apart from "yours but empty" no better, and would hide a mistake.
-        // A caller whose rights sit only BELOW the named group is refused too, because
-        // GetGroup on that group refuses it (grants inherit downward only): it names its own
-        // groups to list them. A malformed uid is left to the List's own validation
+        // capabilities there, i.e. at the group or an ancestor (holdsAt, the scoped check).
+        // An empty list used to answer instead, which hid the caller's mistake and differed
+        // from what GetGroup says about the same group; unknown and forbidden uids still look
+        // the same. A caller whose rights sit only BELOW the named group is refused too,
+        // because GetGroup refuses it that group (grants inherit downward only): it names
+        // its own groups to list them. A malformed uid is left to the List's own validation
         // (INVALID_ARGUMENT on the field); the operator returned above and lists anything.
         for (const path of plan.namedScopes) {
           const named = readPath(request, path);
