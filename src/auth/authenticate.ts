@@ -4,8 +4,9 @@
  *
  * - The token comes from the `Authorization` request header only (gRPC metadata is the same
  *   header): `Bearer <jwt>`; on gRPC a bare `<jwt>` is accepted too, because the published
- *   Go SDK sends the token as-is there (api-facts §2.1). Anything else, two tokens, or a
- *   token in the URL query is UNAUTHENTICATED.
+ *   Go SDK sends the token as-is there (api-facts §2.1). Anything else, two tokens (also
+ *   as two Authorization headers: foldRepeatedAuthorization), or a token in the URL query
+ *   is UNAUTHENTICATED.
  * - Methods whose IAM option is `disabled` (the token exchange, which verifies an IdP token
  *   itself) skip this hook; health and reflection never pass through the pipeline.
  * - The header value is never logged or echoed; errors say what is wrong, not what was sent.
@@ -51,10 +52,42 @@ export function tokenInUrlError(param: string) {
   );
 }
 
+/**
+ * Makes a repeated Authorization header visible to every door. Node keeps only the first
+ * value in `req.headers` (HTTP/1.1 discards later Authorization lines; h2 keeps the first
+ * entry), and connect-node, the fast unary doors and the REST door all read `req.headers`,
+ * so a second credential used to be dropped silently and the call ran as the first. Here
+ * all the values are joined with ", ", as HTTP combines repeated fields and as the Fetch
+ * `Headers` the doors build would show them, and bearerToken refuses that as two
+ * credentials: UNAUTHENTICATED on every door, the token exchange included.
+ *
+ * Runs on every request before any door, so it only walks `rawHeaders` (a plain array on both
+ * HTTP versions) comparing name lengths first; nothing is allocated unless the header repeats.
+ */
+export function foldRepeatedAuthorization(req: {
+  readonly rawHeaders: string[];
+  readonly headers: Record<string, string | string[] | undefined>;
+}): void {
+  const raw = req.rawHeaders;
+  let first = -1;
+  let values: string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length !== 13 || name.toLowerCase() !== "authorization") continue;
+    if (first < 0) first = i;
+    else (values ??= [raw[first + 1] as string]).push(raw[i + 1] as string);
+  }
+  if (values) req.headers.authorization = values.join(", ");
+}
+
 /** The raw token from the Authorization header. @throws UNAUTHENTICATED. */
 export function bearerToken(header: string | null, protocol: string): string {
   if (header === null || header.trim() === "") {
     throw tokenRejected("TOKEN_MISSING", "this method requires an API token in the Authorization header (Bearer)");
+  }
+  // A token never holds a comma; one here means two header values (foldRepeatedAuthorization).
+  if (header.includes(",")) {
+    throw tokenRejected("TOKEN_INVALID", "the Authorization header must carry exactly one credential, not several");
   }
   const m = BEARER.exec(header.trim());
   const token = m ? m[1] : protocol === "grpc" ? header.trim() : undefined;

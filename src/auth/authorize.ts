@@ -78,9 +78,25 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
       case "scoped":
         requireAt(plan.scopePath, plan.capabilities);
         return;
-      case "list":
+      case "list": {
+        // A List narrowed to a group (`uidp.descendants_of` / `children_of`) answers like
+        // a Get on that group: PERMISSION_DENIED unless the caller holds the List's
+        // capabilities there, i.e. at the group or an ancestor (holdsAt, the scoped check).
+        // An empty list used to answer instead, which hid the caller's mistake and differed
+        // from what GetGroup says about the same group; unknown and forbidden uids still look
+        // the same. A caller whose rights sit only BELOW the named group is refused too,
+        // because GetGroup refuses it that group (grants inherit downward only): it names
+        // its own groups to list them. A malformed uid is left to the List's own validation
+        // (INVALID_ARGUMENT on the field); the operator returned above and lists anything.
+        for (const path of plan.namedScopes) {
+          const named = readPath(request, path);
+          if (named !== "" && isUidp(named) && !holdsAt(grants, named, plan.capabilities)) {
+            throw denied(method, plan.capabilities, named);
+          }
+        }
         context.values.set(VISIBLE_SCOPES, visibleGroups(grants, plan.capabilities));
         return;
+      }
       case "create":
         // An empty parent creates an organization: open to every signed-in caller, who
         // becomes its owner in the same transaction (src/store/groups.ts).

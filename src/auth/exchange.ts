@@ -8,7 +8,8 @@
  * 1. `aud`: required; each entry (comma lists split, as the SDK sends them) is our API
  *    audience or the configured registry audience; otherwise INVALID_ARGUMENT.
  *    `identity`, when given, must be a UIDP (INVALID_ARGUMENT).
- * 2. The presented token from the Authorization header (UNAUTHENTICATED when missing).
+ * 2. The presented token from the Authorization header (UNAUTHENTICATED when missing, not a
+ *    JWT, or one of our own API tokens: those are never exchanged).
  * 3. With `identity` (assume an identity): the identity must exist and have a claim-match or
  *    static-keys relationship whose issuer accepts the token's (unverified) `iss`; then the
  *    signature is verified with keys from that issuer only (exact claim-match issuer, or a
@@ -127,6 +128,13 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
       const token = bearerToken(context.requestHeader.get("authorization"), context.protocolName);
       // Malformed tokens fail the same way whether or not the identity exists.
       const iss = unverifiedIssuer(token);
+      // One of our own API tokens is a credential of the wrong kind, not a lack of rights: no
+      // identity or IdP ever trusts our issuer, so without this it fell through to the
+      // PERMISSION_DENIED of an untrusted issuer. Decided before the identity is looked up,
+      // so the answer says nothing about which identities exist.
+      if (iss === deps.issuer().issuer) {
+        throw tokenRejected("TOKEN_INVALID", "an API token of this server cannot be exchanged; present an identity provider's token");
+      }
       let subject: string;
       let act: Record<string, unknown> | undefined;
       if (req.identity !== "") {

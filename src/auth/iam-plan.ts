@@ -10,7 +10,9 @@
  *   request. The path is the top-level field marked iam_scope; when that field is a message
  *   (UpdateGroupRequest.group), the marked field inside it (Group.uid). A marked field inside
  *   an UNmarked message field (CreateIdentityRequest.identity.uid) is not the scope.
- * - `list`: unscoped List: the caller sees only groups where it holds the capabilities.
+ * - `list`: unscoped List: the caller sees only groups where it holds the capabilities; a
+ *   group the request's UIDPFilter names (`descendants_of`, `children_of`) must be one of
+ *   them (authorize.ts), as a scoped Get on it would require.
  * - `create`: unscoped method with a `parent` field (CreateGroup, v1 Create): an empty parent
  *   creates an organization, open to any signed-in caller; otherwise `scoped` on parent.
  * - `getRole`: GetRole is unscoped so built-in (root) roles are readable by everyone; a
@@ -24,7 +26,12 @@ export type MethodPlan =
   | { readonly kind: "disabled" }
   | { readonly kind: "authenticated" }
   | { readonly kind: "scoped"; readonly capabilities: readonly number[]; readonly scopePath: readonly DescField[] }
-  | { readonly kind: "list"; readonly capabilities: readonly number[] }
+  | {
+      readonly kind: "list";
+      readonly capabilities: readonly number[];
+      /** Paths to the uids a UIDPFilter narrows the List to (`uidp.descendants_of`, `uidp.children_of`). */
+      readonly namedScopes: readonly (readonly DescField[])[];
+    }
   | { readonly kind: "create"; readonly capabilities: readonly number[]; readonly parent: DescField }
   | { readonly kind: "getRole"; readonly capabilities: readonly number[]; readonly uid: DescField }
   | { readonly kind: "operatorOnly"; readonly why: string };
@@ -52,6 +59,20 @@ export function scopePathOf(input: DescMessage): DescField[] | undefined {
   return undefined;
 }
 
+const UIDP_FILTER = "chainguard.platform.common.UIDPFilter";
+/** The UIDPFilter fields that name a subtree to list from. */
+const NAMED_SCOPE_FIELDS = ["descendants_of", "children_of"];
+
+/** In a List request, the paths to the uids its top-level UIDPFilter names, if it has one. */
+function namedScopePaths(input: DescMessage): DescField[][] {
+  const filter = input.fields.find((f) => f.fieldKind === "message" && f.message.typeName === UIDP_FILTER);
+  if (!filter || filter.fieldKind !== "message") return [];
+  return NAMED_SCOPE_FIELDS.flatMap((name) => {
+    const f = stringField(filter.message, name);
+    return f ? [[filter, f]] : [];
+  });
+}
+
 export function planFor(method: DescMethod): MethodPlan {
   if (!hasOption(method, iam)) return { kind: "operatorOnly", why: "the method declares no IAM rule" };
   const option = getOption(method, iam);
@@ -64,7 +85,7 @@ export function planFor(method: DescMethod): MethodPlan {
     return { kind: "scoped", capabilities, scopePath };
   }
   if (capabilities.length === 0) return { kind: "authenticated" };
-  if (method.name.startsWith("List")) return { kind: "list", capabilities };
+  if (method.name.startsWith("List")) return { kind: "list", capabilities, namedScopes: namedScopePaths(method.input) };
   const parent = stringField(method.input, "parent");
   if (parent) return { kind: "create", capabilities, parent };
   const uid = stringField(method.input, "uid");

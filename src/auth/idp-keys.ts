@@ -16,7 +16,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify } from "jose";
 import { ApiError, GrpcCode, unavailable } from "../errors/api-error.js";
 import { checkIssuerUrl } from "../services/iam/claim-match.js";
-import { CLOCK_TOLERANCE_S, tokenRejected } from "./tokens.js";
+import { CLOCK_TOLERANCE_S, issuedInTheFuture, tokenRejected } from "./tokens.js";
 
 /** Asymmetric algorithms accepted from IdPs (never HS*, never none). */
 export const IDP_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
@@ -46,7 +46,8 @@ type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 export interface IdpVerifier {
   /**
-   * Verifies `token` as issued by `issuer` (signature, exp/iat/sub, `iss` exact), fetching
+   * Verifies `token` as issued by `issuer` (signature, exp/nbf and an `iat` not in the future
+   * beyond the clock skew, sub, `iss` exact), fetching
    * the issuer's keys if needed. `aud` is the caller's business (matchesClaims).
    * @throws UNAUTHENTICATED for a bad token; UNAVAILABLE when the IdP cannot be reached.
    */
@@ -119,6 +120,9 @@ export function createIdpVerifier(now: () => number): IdpVerifier {
         clockTolerance: CLOCK_TOLERANCE_S,
         currentDate: new Date(now()),
       });
+      if (issuedInTheFuture(payload.iat, now())) {
+        throw tokenRejected("TOKEN_INVALID", "the identity provider token is issued in the future (iat beyond the allowed clock skew)");
+      }
       if (typeof payload.sub !== "string" || payload.sub === "") throw tokenRejected("TOKEN_INVALID", "the identity provider token has no subject");
       return payload;
     } catch (err) {

@@ -28,6 +28,16 @@ export const API_TOKEN_TYPE = "at+jwt";
 export const OPERATOR_CLAIM = "trellis_operator";
 /** Tolerated clock skew when checking exp/iat (seconds). */
 export const CLOCK_TOLERANCE_S = 30;
+
+/**
+ * True when `iat` lies further in the future than the clock skew allows. jose checks `exp`
+ * and `nbf` but not `iat` (only with maxTokenAge), and a token "issued" later than now was
+ * either minted by a clock that is wrong or made to outlive its apparent lifetime: both our
+ * own tokens and identity providers' tokens are refused for it.
+ */
+export function issuedInTheFuture(iat: unknown, nowMs: number): boolean {
+  return typeof iat === "number" && iat > nowMs / 1000 + CLOCK_TOLERANCE_S;
+}
 /** How many verified tokens the cache keeps. */
 export const VERIFIED_CACHE_SIZE = 10_000;
 
@@ -114,8 +124,7 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
     } catch (err) {
       throw toUnauthenticated(err);
     }
-    const nowS = now() / 1000;
-    if ((payload.iat as number) > nowS + CLOCK_TOLERANCE_S) throw tokenRejected("TOKEN_INVALID", "the token is not valid yet");
+    if (issuedInTheFuture(payload.iat, now())) throw tokenRejected("TOKEN_INVALID", "the token is not valid yet");
     if (typeof payload.sub !== "string" || payload.sub === "") throw tokenRejected("TOKEN_INVALID", "the token has no subject");
     return { subject: payload.sub, operator: payload[OPERATOR_CLAIM] === true, exp: payload.exp as number };
   }

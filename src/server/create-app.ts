@@ -8,7 +8,7 @@ import { type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import { credentialInQuery, tokenInUrlError } from "../auth/authenticate.js";
+import { credentialInQuery, foldRepeatedAuthorization, tokenInUrlError } from "../auth/authenticate.js";
 import { createExchangeService } from "../auth/exchange.js";
 import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
@@ -30,6 +30,7 @@ import { createFastGrpcWebUnary } from "./fast-unary/grpc-web.js";
 import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
+import { strictUtf8Decoder } from "./strict-utf8.js";
 import { apiServices } from "./routes.js";
 
 export interface App {
@@ -132,7 +133,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
     });
 
-    const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true };
+    // Bodies that are not UTF-8 are refused, not decoded with U+FFFD (strict-utf8.ts).
+    const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true, textDecoder: strictUtf8Decoder };
     // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped implementations
     // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
     // goes to connect-node.
@@ -168,6 +170,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const cors = createCors(config.corsOrigins ?? []);
     const listener = await listen(
       (req, res) => {
+        // Before any door reads the headers: a second Authorization header must not vanish.
+        foldRepeatedAuthorization(req);
         if (cors?.(req, res)) return;
         if (auth.wellKnown(req, res)) return;
         const toConnect = () => {

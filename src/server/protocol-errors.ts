@@ -4,14 +4,18 @@
  * Errors from our services pass through the call pipeline and arrive with ErrorInfo first
  * (src/errors/to-connect-error.ts). A few are raised inside connect-node before the pipeline
  * runs: a message over the size limit, a deadline over the ceiling, a JSON body with an
- * unknown key, an undecodable protobuf message. Those carry no details, and the last one
- * comes out as INTERNAL ("parse binary: ..."), which blames the server for the client's bytes.
+ * unknown key, an undecodable protobuf message, a compressed body that does not decompress.
+ * Those carry no details, and the last two can come out as INTERNAL ("parse binary: ...",
+ * "decompression failed"), which blames the server for the client's bytes.
  * Spec §7 says every error starts with google.rpc.ErrorInfo, and reliability.md asks that
  * hostile bytes never produce INTERNAL. So, on the way out:
  *
  * - an error without details gains ErrorInfo {reason: the code name, domain: ours};
  * - INTERNAL whose message starts "parse binary:" becomes INVALID_ARGUMENT (only connect-node
- *   writes that message; our own INTERNAL errors always carry details and are left alone).
+ *   writes that message; our own INTERNAL errors always carry details and are left alone);
+ * - "decompression failed" (a gzip or brotli body that does not decompress, which
+ *   connect-node calls INTERNAL when the stream is cut short or its checksum is wrong) becomes
+ *   INVALID_ARGUMENT with a message saying so.
  *
  * Where each protocol keeps its status:
  * - gRPC: `grpc-status` in the trailers or in a trailers-only header block. Also rewrites
@@ -43,10 +47,20 @@ type WriteHead = (status: number, headers?: NodeHeaders) => unknown;
 /** HTTP status connect-node uses for INVALID_ARGUMENT on the Connect protocol. */
 const CONNECT_INVALID_ARGUMENT_STATUS = 400;
 
-/** The status after our two rules: parse failures are the client's fault. */
+/**
+ * connect-node's words for a request body that does not decompress (compression.js). It calls
+ * it INVALID_ARGUMENT for some zlib failures (bad header, bad data) but INTERNAL for others (a
+ * stream cut short, a wrong checksum), all of them the client's bytes.
+ */
+const DECOMPRESSION_FAILED = "decompression failed";
+
+/** The status after our rules: parse and decompression failures are the client's fault. */
 function conform(code: number, message: string): { code: number; message: string } {
   if (code === GrpcCode.Internal && message.startsWith("parse binary:")) {
     return { code: GrpcCode.InvalidArgument, message: `Invalid argument: cannot decode the request message (${message.slice(14)})` };
+  }
+  if ((code === GrpcCode.Internal || code === GrpcCode.InvalidArgument) && message === DECOMPRESSION_FAILED) {
+    return { code: GrpcCode.InvalidArgument, message: "Invalid argument: the request body does not decompress with its declared encoding" };
   }
   return { code, message };
 }

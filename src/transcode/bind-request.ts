@@ -10,11 +10,14 @@
  *   `Content-Type: application/x-www-form-urlencoded`, whose fields are treated exactly like
  *   query parameters (what Go's ParseForm gives grpc-gateway; the STS exchange's HTTP/1
  *   clients send that).
+ * - A body must not be compressed (Content-Encoding other than identity: HTTP 415, violation
+ *   `body`); this door decompresses nothing.
  * - A body on a rule with a body must be JSON: `application/json` (charset utf-8 or none) or
  *   no Content-Type at all; anything else throws UnsupportedMediaTypeError (HTTP 415, code
  *   INVALID_ARGUMENT, violation `body`). The bytes must be UTF-8 (decoded with a fatal
  *   TextDecoder), the text valid JSON, every string well-formed UTF-16 (no lone surrogate,
- *   e.g. from a `"\ud800"` escape), nesting at most 64 deep, and the value an object.
+ *   e.g. from a `"\ud800"` escape), nesting at most 64 deep, no object with the same key
+ *   twice (protobuf-es's check, as on the RPC doors), and the value an object.
  * - Unknown JSON keys are INVALID_ARGUMENT (the policy of every JSON door here; grpc-gateway
  *   would drop them). Violations inside the body name the field by its proto path relative
  *   to the JSON the client sent (`nmae`, `spec.colour`), the frame the services' own
@@ -60,6 +63,7 @@ import {
   type DescField,
   type DescMessage,
   fromJson,
+  fromJsonString,
   getOption,
   hasOption,
   type JsonObject,
@@ -73,6 +77,7 @@ import {
   BytesValueSchema,
   DoubleValueSchema,
   DurationSchema,
+  EmptySchema,
   FieldMaskSchema,
   FloatValueSchema,
   Int32ValueSchema,
@@ -94,6 +99,8 @@ export interface BindInput {
   readonly body?: Uint8Array;
   /** The Content-Type header, if any. */
   readonly contentType?: string;
+  /** The Content-Encoding header, if any: only identity is taken (no decompression here). */
+  readonly contentEncoding?: string;
 }
 
 /**
@@ -134,6 +141,7 @@ export function bindRequest(route: Route, vars: Readonly<Record<string, string>>
   const params: [string, string][] = [...input.query];
   const body = input.body ?? new Uint8Array(0);
   const media = parseMediaType(input.contentType);
+  if (body.length > 0) requireIdentityEncoding(input.contentEncoding);
   let message: Message;
   /** The JSON object the client sent (relative to the body field), when there is a body rule. */
   let bodyJson: Obj | undefined;
@@ -293,6 +301,18 @@ function requireUtf8Charset(media: { charset: string | undefined } | undefined):
   }
 }
 
+/**
+ * The REST door decompresses nothing, so a compressed body (gzip, corrupt or not) is refused
+ * as what it is rather than failing later as "not valid UTF-8".
+ */
+function requireIdentityEncoding(encoding: string | undefined): void {
+  if (encoding === undefined) return;
+  const value = encoding.trim().toLowerCase();
+  if (value !== "" && value !== "identity") {
+    throw unsupportedMediaType(`content encoding ${JSON.stringify(value)} is not supported; send the body uncompressed`);
+  }
+}
+
 function unsupportedMediaType(description: string): UnsupportedMediaTypeError {
   return new UnsupportedMediaTypeError(GrpcCode.InvalidArgument, `Invalid argument: body: ${description}`, {
     fieldViolations: [{ field: "body", description }],
@@ -316,7 +336,27 @@ function parseJson(bytes: Uint8Array): JsonValue {
     throw invalidField("body", "is not valid JSON");
   }
   checkStrings(json, "", 0);
+  if (isObject(json)) rejectDuplicateKeys(text);
   return json;
+}
+
+/**
+ * A key twice in one object (at any depth, also when one copy is written with a \u escape)
+ * is INVALID_ARGUMENT naming the key. JSON.parse keeps the last silently, so a client (or a
+ * proxy) could be shown one value and have the other stored. The check is protobuf-es's own,
+ * the one that makes the Connect, gRPC and gRPC-web JSON doors refuse such bodies: its
+ * fromJsonString scans the text for duplicates before reading anything, and reading into
+ * Empty with unknown fields ignored does nothing else. Its other complaints do not concern
+ * us here (the caller's own checks word those).
+ */
+function rejectDuplicateKeys(text: string): void {
+  try {
+    fromJsonString(EmptySchema, text, { ignoreUnknownFields: true });
+  } catch (err) {
+    // The library quotes the key without escaping it, so take everything between the quotes.
+    const duplicate = /duplicate object key "([\s\S]*)"$/.exec(err instanceof Error ? err.message : "");
+    if (duplicate) throw invalidField("body", `duplicate object key ${JSON.stringify(duplicate[1])}`);
+  }
 }
 
 /**

@@ -180,6 +180,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         query: q < 0 ? new URLSearchParams() : parseFormEncoded(url.slice(q + 1), "query"),
         body,
         contentType: header(req, "content-type"),
+        contentEncoding: header(req, "content-encoding"),
       });
       // The signal is built only if someone reads it (unary handlers rarely do): an
       // AbortController per call is measurable on a ~100 µs call (docs/performance.md).

@@ -28,6 +28,7 @@ export interface TestApp {
 export async function startTestApp(
   config: Partial<ServerConfig> = {},
   limits: Partial<Limits> = {},
+  options: { readonly fastUnary?: boolean } = {},
 ): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
   let offset = 0;
@@ -40,7 +41,7 @@ export async function startTestApp(
       logLevel: "silent",
       ...config,
     },
-    { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits },
+    { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits, fastUnary: options.fastUnary },
   );
   const token = await operatorToken(dataDir);
   setDefaultToken(app.url, token);

@@ -1,0 +1,140 @@
+/**
+ * Tokens the exchange must not take, on every door of it (gRPC, Connect, gRPC-web, REST GET
+ * and form POST):
+ * - an identity provider's token "issued" in the future beyond the clock skew allowance
+ *   (CLOCK_TOLERANCE_S): a wrong IdP clock, or a token made to outlive its apparent life;
+ * - one of this server's own API tokens: the wrong kind of credential, so UNAUTHENTICATED
+ *   (401), not the PERMISSION_DENIED of an untrusted issuer it used to fall through to.
+ *
+ * The server's clock is moved (TestApp.advanceClock) instead of waiting: the fake IdP signs
+ * with `iat` = its real now, so a server clock set back N seconds sees `iat` N seconds ahead.
+ */
+import { ConnectError, createClient } from "@connectrpc/connect";
+import { decodeJwt } from "jose";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { CLOCK_TOLERANCE_S } from "../../src/auth/tokens.js";
+import { builtInRoleUid } from "../../src/store/builtin-roles.js";
+import { startTestApp, type TestApp } from "../support/app.js";
+import { snapshotDb } from "../support/db.js";
+import { type FakeIdp, startFakeIdp } from "../support/fake-idp.js";
+import { rest } from "../support/rest.js";
+import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+
+const CLIENT_ID = "trellis-cli";
+const SUBJECT = "repo:acme/app:ref:refs/heads/main";
+
+let t: TestApp;
+let idp: FakeIdp;
+let identity: string;
+let clockOffset = 0;
+
+beforeAll(async () => {
+  idp = await startFakeIdp({ clientId: CLIENT_ID });
+  t = await startTestApp({ trust: { identityProviders: [{ issuer: idp.issuer, users: true, clientId: CLIENT_ID }] } });
+  const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "acme" })).body.uid;
+  identity = (await rest(t.url, "POST", `/iam/v2beta1/identities/${org}`, { name: "deployer", claimMatch: { issuer: idp.issuer, subject: SUBJECT } })).body.uid;
+  await rest(t.url, "POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: identity, roleUid: builtInRoleUid("viewer") });
+});
+afterEach(() => setServerClock(0));
+afterAll(async () => {
+  closeGrpcClients();
+  await t?.close();
+  await idp?.close();
+});
+
+/** Sets the server's clock to real time + `ms`. */
+function setServerClock(ms: number): void {
+  t.advanceClock(ms - clockOffset);
+  clockOffset = ms;
+}
+
+interface Result {
+  readonly token?: string;
+  readonly code?: number;
+  readonly reason?: string;
+  readonly message?: string;
+  readonly status?: number;
+}
+
+interface ExchangeDoor {
+  readonly name: string;
+  exchange(presented: string, identity: string): Promise<Result>;
+}
+
+const api = () => t.app.issuer.audience;
+
+const DOORS: ExchangeDoor[] = [
+  ...rpcTransports.map(
+    (transport): ExchangeDoor => ({
+      name: transport.name,
+      async exchange(presented, id) {
+        const client = createClient(SecurityTokenService, transport.create(t.url, { token: presented }));
+        try {
+          return { token: (await client.exchange({ aud: [api()], identity: id })).token };
+        } catch (err) {
+          if (!(err instanceof ConnectError)) throw err;
+          return { code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason, message: err.rawMessage };
+        }
+      },
+    }),
+  ),
+  ...(["GET", "POST"] as const).map(
+    (method): ExchangeDoor => ({
+      name: `rest ${method} /sts/exchange${method === "POST" ? " (form)" : ""}`,
+      async exchange(presented, id) {
+        const q = new URLSearchParams({ aud: api() });
+        if (id) q.set("identity", id);
+        const r =
+          method === "GET"
+            ? await rest(t.url, "GET", `/sts/exchange?${q}`, undefined, { authorization: `Bearer ${presented}` })
+            : await rest(t.url, "POST", "/sts/exchange", q.toString(), {
+                authorization: `Bearer ${presented}`,
+                "content-type": "application/x-www-form-urlencoded",
+              });
+        if (r.status === 200) return { token: r.body.token, status: 200 };
+        return { code: r.body.code, reason: r.body.details?.[0]?.reason, message: r.body.message, status: r.status };
+      },
+    }),
+  ),
+];
+
+describe.each(DOORS)("the exchange over $name", (door) => {
+  it("refuses an IdP token whose iat is beyond the clock skew in the future, and takes one within it", async () => {
+    const before = snapshotDb(t.dbFile);
+    for (const id of [identity, ""]) {
+      // The IdP's "now" is CLOCK_TOLERANCE_S + 15 s after the server's.
+      setServerClock(-(CLOCK_TOLERANCE_S + 15) * 1000);
+      const idToken = await idp.sign({ sub: id ? SUBJECT : "future-user", aud: id ? t.app.issuer.issuer : CLIENT_ID });
+      const refused = await door.exchange(idToken, id);
+      expect(refused, `identity=${id}`).toMatchObject({ code: 16, reason: "TOKEN_INVALID" });
+      expect(refused.message).toContain("issued in the future");
+      if (refused.status !== undefined) expect(refused.status).toBe(401);
+    }
+    // Nothing recorded: no lastSeenTime, no user identity created.
+    expect(snapshotDb(t.dbFile)).toBe(before);
+
+    // Within the allowance (15 s ahead) the same exchange works.
+    setServerClock(-(CLOCK_TOLERANCE_S - 15) * 1000);
+    const ok = await door.exchange(await idp.sign({ sub: SUBJECT, aud: t.app.issuer.issuer }), identity);
+    expect(ok.code, ok.message).toBeUndefined();
+    expect(decodeJwt(ok.token as string).sub).toBe(identity);
+  });
+
+  it("answers one of our own API tokens with UNAUTHENTICATED (401), with or without identity", async () => {
+    // The operator's token, and a token this very exchange issued to the identity.
+    const issued = await door.exchange(await idp.sign({ sub: SUBJECT, aud: t.app.issuer.issuer }), identity);
+    expect(issued.code, issued.message).toBeUndefined();
+    const before = snapshotDb(t.dbFile);
+    for (const ours of [t.token, issued.token as string]) {
+      for (const id of [identity, ""]) {
+        const res = await door.exchange(ours, id);
+        expect(res, `identity=${id}`).toMatchObject({ code: 16, reason: "TOKEN_INVALID" });
+        expect(res.message).toContain("cannot be exchanged");
+        if (res.status !== undefined) expect(res.status).toBe(401);
+      }
+    }
+    expect(snapshotDb(t.dbFile)).toBe(before);
+  });
+});
