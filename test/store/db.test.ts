@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { databaseFile, openDatabase } from "../../src/store/db.js";
+import { openDatabase } from "../../src/store/db.js";
 
 const dirs: string[] = [];
 function tempDir() {
