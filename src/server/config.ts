@@ -53,6 +53,11 @@ export const LIMITS = {
   connectionsCheckingIntervalMs: 1_000,
   /** In-flight calls get this long to finish on SIGINT/SIGTERM. */
   shutdownGraceMs: 10_000,
+  /**
+   * A write waits at most this long for another connection's write lock (e.g. `trellis
+   * import`), retried on a timer so reads go on meanwhile; then UNAVAILABLE STORAGE_BUSY.
+   */
+  storageBusyMs: 1_000,
 } as const;
 
 export type Limits = { readonly [K in keyof typeof LIMITS]: number };

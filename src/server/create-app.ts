@@ -16,6 +16,7 @@ import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
 import { createServiceContext } from "../services/context.js";
 import { openDatabase } from "../store/db.js";
+import { waitForWriteLockAsync } from "../store/group-commit.js";
 import { ensureBuiltInRoles } from "../store/roles.js";
 import { RestHandlerContext } from "../transcode/handler-context.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
@@ -213,6 +214,9 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const hostForUrl = listener.host.includes(":") ? `[${listener.host}]` : listener.host;
     const url = `${scheme}://${hostForUrl}:${listener.port}`;
     const issuer = auth.start(config.issuerUrl ?? url);
+    // Start-up writes are done (they may wait on the loop: nothing is served yet); from now
+    // on a write that finds the lock taken waits on a timer, never blocking reads.
+    waitForWriteLockAsync(db, overrides.limits?.storageBusyMs ?? LIMITS.storageBusyMs);
 
     let closing: Promise<void> | undefined;
     return {
