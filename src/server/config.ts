@@ -58,6 +58,11 @@ export const LIMITS = {
    * import`), retried on a timer so reads go on meanwhile; then UNAVAILABLE STORAGE_BUSY.
    */
   storageBusyMs: 1_000,
+  /**
+   * Health: when no write reached the database for this long, a probe write (one header page)
+   * checks it can still be written; NOT_SERVING while it cannot.
+   */
+  storageProbeMs: 5_000,
 } as const;
 
 export type Limits = { readonly [K in keyof typeof LIMITS]: number };

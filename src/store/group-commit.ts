@@ -32,7 +32,8 @@
  *
  * The outcome of every batch says whether the database can be written now (`storageWritable`,
  * read by the health service): a COMMIT that succeeds says yes; a storage failure (busy past
- * the bound, disk full, I/O error, read-only) says no.
+ * the bound, disk full, I/O error, read-only) says no. When no write came for a while, the
+ * server writes a probe (`probeStorage`) so the answer stays current.
  *
  * `fn` must be synchronous (like writeTransaction's) and must not start its own transaction.
  * Start-up writes that need the result synchronously keep using `writeTransaction` (db.ts).
@@ -59,6 +60,8 @@ interface Queue {
   writable: boolean;
   /** The storage error that made it unwritable, for the log and the health service. */
   lastStorageError: unknown;
+  /** performance.now() of the last outcome noted (a commit or a storage failure). */
+  lastOutcomeAt: number;
 }
 
 /** Where a write stands after the lock was refused: first retry after this many ms, doubling. */
@@ -85,6 +88,7 @@ function queueOf(db: Db): Queue {
       busyWaitMs: BUSY_TIMEOUT_MS,
       writable: true,
       lastStorageError: undefined,
+      lastOutcomeAt: performance.now(),
     };
     queues.set(db, q);
   }
@@ -141,10 +145,33 @@ function noteOutcome(q: Queue, error?: unknown): void {
   if (error === undefined) {
     q.writable = true;
     q.lastStorageError = undefined;
+    q.lastOutcomeAt = performance.now();
   } else if (isStorageFailure(error)) {
     q.writable = false;
     q.lastStorageError = error;
+    q.lastOutcomeAt = performance.now();
   }
+}
+
+/** How long ago (ms) a write last reached the disk or failed for storage reasons. */
+export function msSinceLastWriteOutcome(db: Db): number {
+  return performance.now() - queueOf(db).lastOutcomeAt;
+}
+
+/**
+ * Writes one page through the normal write path (lock wait, WAL append, fsync at COMMIT), so
+ * its outcome updates `storageWritable` like any write: a full disk, a read-only file system
+ * or a lock held too long makes it fail, and a success after such a failure says the
+ * database can be written again. It rewrites `user_version` with its own value: a real write
+ * of the header page that changes nothing and needs no table of its own (the schema does not
+ * use user_version; drizzle keeps its own table).
+ */
+export function probeStorage(db: Db): Promise<void> {
+  return groupCommit(db, (tx) => {
+    const sqlite = tx.$client;
+    const version = Number(sqlite.pragma("user_version", { simple: true }));
+    sqlite.pragma(`user_version = ${version}`);
+  });
 }
 
 /**
