@@ -6,7 +6,9 @@
  * - journal_mode=WAL, and synchronous=FULL set explicitly, because a reopened WAL database
  *   silently reports NORMAL with this build of SQLite: a revocation lost to a power cut would
  *   re-grant access.
- * - foreign_keys=ON (asserted), a short busy_timeout (the wait blocks the event loop).
+ * - foreign_keys=ON (asserted), a short busy_timeout for start-up and the tools; the server
+ *   turns it off once started and waits for the lock on a timer (group-commit.ts), because
+ *   SQLite's busy wait blocks the event loop.
  * - Write transactions are BEGIN IMMEDIATE (see `writeTransaction`); the API's writes share
  *   them with the writes that arrive in the same turn of the event loop (group-commit.ts).
  * An OS-level lock (see `acquireDataDirLock`) refuses a second server on the same data
@@ -45,7 +47,8 @@ export interface OpenDatabaseOptions {
 
 /**
  * How long a write waits for another connection's lock before failing with SQLITE_BUSY (then
- * UNAVAILABLE, see src/errors/to-connect-error.ts). Short, because the wait blocks the event loop.
+ * UNAVAILABLE, see src/errors/to-connect-error.ts). SQLite's own busy wait (start-up, tools)
+ * blocks the event loop; the running server waits this long on a timer instead.
  */
 export const BUSY_TIMEOUT_MS = 1000;
 
