@@ -85,6 +85,7 @@ export function openDatabase(dataDir: string, options: OpenDatabaseOptions = {})
   let sqlite: Database.Database;
   try {
     refuseEmptyFile(file);
+    if (!fs.existsSync(file)) createDatabaseFile(file);
     sqlite = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     checkIntegrity(sqlite, file);
     refuseNewerMigrations(sqlite, file);
@@ -188,6 +189,48 @@ function refuseEmptyFile(file: string): void {
       `database ${file} is empty (0 bytes), so it is not a new database and not one this server can serve; ` +
         "restore it from a backup, or delete it to start afresh with new keys and no data",
     );
+  }
+}
+
+/**
+ * Creates a new database under a temporary name, with its schema, and only then links it in
+ * as `file`: SQLite creates an empty file before it writes anything, so a crash or a full
+ * disk during the very first start would otherwise leave the zero-byte file that
+ * refuseEmptyFile (rightly) refuses, and the directory could never start again. The link
+ * is atomic and never replaces a file another process created meanwhile.
+ */
+function createDatabaseFile(file: string): void {
+  const fresh = `${file}.new-${process.pid}`;
+  fs.rmSync(fresh, { force: true });
+  fs.rmSync(`${fresh}-journal`, { force: true });
+  try {
+    const sqlite = new Database(fresh);
+    try {
+      // Rollback journal (the default) while building it: the whole file is self-contained
+      // at close, with nothing left in a -wal beside it.
+      sqlite.pragma("synchronous = FULL");
+      migrate(drizzle(sqlite, { schema }), { migrationsFolder: MIGRATIONS_DIR });
+    } finally {
+      sqlite.close();
+    }
+    try {
+      fs.linkSync(fresh, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    fsyncDirectory(path.dirname(file));
+  } finally {
+    fs.rmSync(fresh, { force: true });
+  }
+}
+
+/** Makes a new directory entry durable (a power cut must not lose the link just made). */
+function fsyncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
