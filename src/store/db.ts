@@ -216,7 +216,14 @@ function createDatabaseFile(file: string): void {
     try {
       fs.linkSync(fresh, file);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "EEXIST") {
+        // another process (an import, say) created it first: use theirs
+      } else if ((code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP") && !fs.existsSync(file)) {
+        fs.renameSync(fresh, file); // a file system without hard links: rename is atomic too
+      } else {
+        throw err;
+      }
     }
     fsyncDirectory(path.dirname(file));
   } finally {
