@@ -10,6 +10,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { toConnectError } from "../../src/errors/to-connect-error.js";
+import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { createGroupsRepository } from "../../src/store/groups.js";
 import { databaseFile, openDatabase } from "../../src/store/db.js";
 import { createClient } from "@connectrpc/connect";
@@ -74,6 +75,10 @@ describe("storage faults", () => {
     const t = await startTestApp();
     const other = new Database(t.dbFile);
     try {
+      // An invite to delete while the lock is held: a write outside a create or update.
+      const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "org" })).body.uid as string;
+      const invite = await rest(t.url, "POST", `/iam/v2beta1/groupInvites/${org}`, { roleUid: builtInRoleUid("viewer"), ttl: "3600s" });
+      expect(invite.status).toBe(200);
       other.exec("BEGIN IMMEDIATE");
       const events: string[] = [];
       // Six writes on three doors, in flight together while the lock is held.
@@ -92,6 +97,12 @@ describe("storage faults", () => {
           }),
         ),
       ];
+      writes.push(
+        rest(t.url, "DELETE", `/iam/v2beta1/groupInvites/${invite.body.uid}`).then((r) => {
+          events.push(`write ${r.status}`);
+          return r.status;
+        }),
+      );
       // Reads on two doors are answered while every write still waits.
       const read = await rest(t.url, "GET", "/iam/v2beta1/groups");
       events.push(`read ${read.status}`);
@@ -99,8 +110,9 @@ describe("storage faults", () => {
       events.push("read connect");
       expect(events).toEqual(["read 200", "read connect"]);
       other.exec("ROLLBACK");
-      expect(await Promise.all(writes)).toEqual([200, 200, 200, 200, 200, 200]);
-      expect((await rest(t.url, "GET", "/iam/v2beta1/groups")).body.groups).toHaveLength(6);
+      expect(await Promise.all(writes)).toEqual([200, 200, 200, 200, 200, 200, 200]);
+      expect((await rest(t.url, "GET", "/iam/v2beta1/groups")).body.groups).toHaveLength(7);
+      expect(other.prepare("SELECT count(*) AS n FROM group_invites").get()).toEqual({ n: 0 });
     } finally {
       other.close();
       await t.close();
