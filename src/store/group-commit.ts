@@ -209,9 +209,8 @@ function flush(db: Db, q: Queue): void {
       setTimeout(() => flush(db, q), delay);
       return;
     }
-  } else {
-    q.retryDelayMs = FIRST_RETRY_MS;
   }
+  q.retryDelayMs = FIRST_RETRY_MS;
   if (q.jobs.length > 0 && !q.scheduled) {
     q.scheduled = true;
     setImmediate(() => flush(db, q));
