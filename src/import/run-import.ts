@@ -35,11 +35,12 @@ export const BATCH_SIZE = 500;
  */
 export const MAX_LOCK_MS = 400;
 /**
- * Pause between two import transactions. A server write that finds the lock taken sleeps in
- * SQLite's busy handler for growing intervals of up to 100 ms, so back-to-back transactions
- * would starve it past its 1 s busy timeout (measured: a server write failed with
- * STORAGE_BUSY during an import without this pause). A gap longer than the longest sleep
- * guarantees every waiting writer its turn.
+ * Pause between two import transactions. A server write that finds the lock taken retries
+ * at growing intervals of up to 50 ms (src/store/group-commit.ts), so back-to-back
+ * transactions would starve it past its 1 s bound (measured with SQLite's busy handler,
+ * which the server used before: a server write failed with STORAGE_BUSY during an import
+ * without this pause). A gap longer than the longest interval guarantees every waiting
+ * writer its turn.
  */
 export const YIELD_MS = 110;
 /** How many rejections the summary explains one by one. */

@@ -47,12 +47,30 @@ export const LIMITS = {
   keepAliveTimeoutMs: 5_000,
   /** Request header bytes (JWTs fit comfortably). */
   maxHeaderBytes: 16 * 1024,
-  /** A connection that sends nothing for this long after accept is closed. */
+  /**
+   * A connection that sends nothing for this long after accept is closed; so is an HTTP/2
+   * session whose first SETTINGS frame has not arrived by then (a partial or lone preface),
+   * and a TLS connection whose handshake has not finished.
+   */
   firstBytesTimeoutMs: 10_000,
+  /** Open connections the server accepts at once; more are closed as soon as they arrive. */
+  maxConnections: 4096,
+  /** Open connections one peer address may hold at once; more are closed as soon as they arrive. */
+  maxConnectionsPerPeer: 256,
   /** How often Node checks HTTP/1.1 connections against the two timeouts above. */
   connectionsCheckingIntervalMs: 1_000,
   /** In-flight calls get this long to finish on SIGINT/SIGTERM. */
   shutdownGraceMs: 10_000,
+  /**
+   * A write waits at most this long for another connection's write lock (e.g. `trellis
+   * import`), retried on a timer so reads go on meanwhile; then UNAVAILABLE STORAGE_BUSY.
+   */
+  storageBusyMs: 1_000,
+  /**
+   * Health: when no write reached the database for this long, a probe write (one header page)
+   * checks it can still be written; NOT_SERVING while it cannot.
+   */
+  storageProbeMs: 5_000,
 } as const;
 
 export type Limits = { readonly [K in keyof typeof LIMITS]: number };

@@ -15,7 +15,8 @@ import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
 import { createServiceContext } from "../services/context.js";
-import { openDatabase } from "../store/db.js";
+import { type Db, openDatabase } from "../store/db.js";
+import { msSinceLastWriteOutcome, probeStorage, storageWritable, waitForWriteLockAsync } from "../store/group-commit.js";
 import { ensureBuiltInRoles } from "../store/roles.js";
 import { RestHandlerContext } from "../transcode/handler-context.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
@@ -62,6 +63,11 @@ export interface AppOverrides {
    * deadline passes) and look at the HandlerContext a door built, without a fake service.
    */
   readonly testHook?: BeforeCallHook;
+  /**
+   * Tests only: receives the server's database connection once it is open, to inject storage
+   * faults the way they happen (e.g. a full disk through `PRAGMA max_page_count`).
+   */
+  readonly onDatabase?: (db: Db) => void;
 }
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
@@ -69,6 +75,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
   const database = openDatabase(config.dataDir);
   try {
     const { db } = database;
+    overrides.onDatabase?.(db);
     const now = overrides.now ?? Date.now;
     await ensureBuiltInRoles(db, now());
     const ctx = createServiceContext(db, now);
@@ -93,7 +100,11 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     });
     const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall });
-    let serving = HealthCheckResponse_ServingStatus.SERVING;
+    // SERVING while the database can be written (the last write's or probe's outcome) and
+    // the server is not shutting down.
+    let stopping = false;
+    const servingStatus = () =>
+      !stopping && storageWritable(db) ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING;
     const shutdown = new AbortController();
 
     // Each implementation is wrapped once; the RPC doors and the REST door call the same
@@ -151,7 +162,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const connectHandler = connectNodeAdapter({
       routes(router) {
         for (const { service, impl } of wrapped) router.service(service, impl);
-        registerHealth(router, () => serving);
+        registerHealth(router, servingStatus);
         registerReflection(
           router,
           [...services.map((s) => s.service), Health],
@@ -217,6 +228,23 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const hostForUrl = listener.host.includes(":") ? `[${listener.host}]` : listener.host;
     const url = `${scheme}://${hostForUrl}:${listener.port}`;
     const issuer = auth.start(config.issuerUrl ?? url);
+    // Start-up writes are done (they may wait on the loop: nothing is served yet); from now
+    // on a write that finds the lock taken waits on a timer, never blocking reads.
+    waitForWriteLockAsync(db, overrides.limits?.storageBusyMs ?? LIMITS.storageBusyMs);
+    // Keeps the health status current when no write comes: a probe write only after a quiet
+    // interval (a busy server's own writes say enough), at most one at a time.
+    const probeEveryMs = overrides.limits?.storageProbeMs ?? LIMITS.storageProbeMs;
+    let probing = false;
+    const prober = setInterval(() => {
+      if (probing || msSinceLastWriteOutcome(db) < probeEveryMs) return;
+      probing = true;
+      probeStorage(db)
+        .catch((err: unknown) => log.warn({ err }, "storage probe failed: the database cannot be written"))
+        .finally(() => {
+          probing = false;
+        });
+    }, probeEveryMs);
+    prober.unref();
 
     let closing: Promise<void> | undefined;
     return {
@@ -227,7 +255,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       issuer,
       close() {
         closing ??= (async () => {
-          serving = HealthCheckResponse_ServingStatus.NOT_SERVING;
+          stopping = true;
+          clearInterval(prober);
           await listener.close(overrides.limits?.shutdownGraceMs ?? LIMITS.shutdownGraceMs);
           shutdown.abort();
           database.close();

@@ -5,7 +5,14 @@
  * (nodejs/node#26795), so each accepted socket is routed by its first bytes: the HTTP/2
  * client preface ("PRI * HTTP/2.0…") goes to an http2 server (gRPC with prior knowledge, h2c
  * Connect/gRPC-web/REST), anything else to an http server (HTTP/1.1 Connect, gRPC-web, REST).
- * A socket that sends nothing within `firstBytesTimeoutMs` is closed (slowloris guard).
+ * A socket that sends nothing within `firstBytesTimeoutMs` is closed (slowloris guard), and so
+ * is an HTTP/2 session that has not sent its first SETTINGS frame by then: a client that
+ * sends only `PRI` (enough to be routed to HTTP/2) or the preface alone must not hold a
+ * connection for the 120 s idle timeout. TLS handshakes get the same bound.
+ *
+ * Connections are capped per server (`maxConnections`) and per peer address
+ * (`maxConnectionsPerPeer`); one over a cap is closed as soon as it is accepted, before any
+ * of its bytes are read, so one client cannot take all the file descriptors.
  *
  * TLS: one `http2.createSecureServer({ allowHTTP1: true })`, ALPN picks h2 or http/1.1.
  *
@@ -80,7 +87,15 @@ export async function listen(userHandler: RequestHandler, options: ListenOptions
   const sessions = new Set<http2.Http2Session>();
   const trackSession = (session: http2.Http2Session) => {
     sessions.add(session);
-    session.once("close", () => sessions.delete(session));
+    // Until the client's first SETTINGS frame arrives the session is only a preface (or part
+    // of one): it gets the first-bytes bound, not the idle one.
+    const firstFrames = setTimeout(() => session.destroy(), limits.firstBytesTimeoutMs);
+    firstFrames.unref();
+    session.once("remoteSettings", () => clearTimeout(firstFrames));
+    session.once("close", () => {
+      clearTimeout(firstFrames);
+      sessions.delete(session);
+    });
     // Idle sessions are closed gracefully (GOAWAY; open streams finish).
     session.setTimeout(limits.http2IdleMs, () => session.close());
   };
@@ -94,6 +109,8 @@ export async function listen(userHandler: RequestHandler, options: ListenOptions
       {
         ...h2Options,
         allowHTTP1: true,
+        // A TLS handshake that has not finished by then is dropped (Node's default is 120 s).
+        handshakeTimeout: limits.firstBytesTimeoutMs,
         cert: fs.readFileSync(options.tls.certFile),
         key: fs.readFileSync(options.tls.keyFile),
       },
@@ -121,9 +138,26 @@ export async function listen(userHandler: RequestHandler, options: ListenOptions
     front = net.createServer((socket) => routeByPreface(socket, plainH1, h2 as http2.Http2Server, limits.firstBytesTimeoutMs));
   }
   h2.on("session", trackSession);
-  front.on("connection", (socket: net.Socket) => {
+  // Node closes connections over the total itself, before 'connection' is emitted.
+  front.maxConnections = limits.maxConnections;
+  const perPeer = new Map<string, number>();
+  // Prepended: runs before the server's own connection listener (routing, TLS), so a
+  // connection over its peer's cap is closed before anything reads from it.
+  front.prependListener("connection", (socket: net.Socket) => {
+    const peer = socket.remoteAddress ?? "";
+    const held = perPeer.get(peer) ?? 0;
+    if (held >= limits.maxConnectionsPerPeer) {
+      socket.destroy();
+      return;
+    }
+    perPeer.set(peer, held + 1);
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      const left = (perPeer.get(peer) ?? 1) - 1;
+      if (left > 0) perPeer.set(peer, left);
+      else perPeer.delete(peer);
+    });
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -174,6 +208,7 @@ export async function listen(userHandler: RequestHandler, options: ListenOptions
 
 /** Hands a cleartext socket to the HTTP/2 or HTTP/1.1 server depending on its first bytes. */
 function routeByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, firstBytesTimeoutMs: number): void {
+  if (socket.destroyed) return; // refused by the connection caps
   let buffered: Buffer = Buffer.alloc(0);
   socket.setTimeout(firstBytesTimeoutMs, () => socket.destroy());
   const onError = () => socket.destroy();

@@ -6,11 +6,15 @@
  * - journal_mode=WAL, and synchronous=FULL set explicitly, because a reopened WAL database
  *   silently reports NORMAL with this build of SQLite: a revocation lost to a power cut would
  *   re-grant access.
- * - foreign_keys=ON (asserted), a short busy_timeout (the wait blocks the event loop).
+ * - foreign_keys=ON (asserted), a short busy_timeout for start-up and the tools; the server
+ *   turns it off once started and waits for the lock on a timer (group-commit.ts), because
+ *   SQLite's busy wait blocks the event loop.
  * - Write transactions are BEGIN IMMEDIATE (see `writeTransaction`); the API's writes share
  *   them with the writes that arrive in the same turn of the event loop (group-commit.ts).
- * A lock file refuses a second server on the same data directory, and a file that fails
- * `PRAGMA quick_check` is refused at start-up (reliability.md F11) rather than served.
+ * An OS-level lock (see `acquireDataDirLock`) refuses a second server on the same data
+ * directory and dies with its holder. Refused at start-up rather than served: a file that
+ * fails `PRAGMA quick_check` (reliability.md F11), a zero-byte database file (it would be
+ * silently re-initialised with new keys), and a database migrated by a newer build.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -43,7 +47,8 @@ export interface OpenDatabaseOptions {
 
 /**
  * How long a write waits for another connection's lock before failing with SQLITE_BUSY (then
- * UNAVAILABLE, see src/errors/to-connect-error.ts). Short, because the wait blocks the event loop.
+ * UNAVAILABLE, see src/errors/to-connect-error.ts). SQLite's own busy wait (start-up, tools)
+ * blocks the event loop; the running server waits this long on a timer instead.
  */
 export const BUSY_TIMEOUT_MS = 1000;
 
@@ -79,8 +84,11 @@ export function openDatabase(dataDir: string, options: OpenDatabaseOptions = {})
   const file = databaseFile(dataDir);
   let sqlite: Database.Database;
   try {
+    refuseEmptyFile(file);
+    if (!fs.existsSync(file)) createDatabaseFile(file);
     sqlite = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     checkIntegrity(sqlite, file);
+    refuseNewerMigrations(sqlite, file);
     sqlite.pragma("journal_mode = WAL");
     sqlite.pragma("synchronous = FULL");
     sqlite.pragma("foreign_keys = ON");
@@ -115,42 +123,161 @@ export function writeTransaction<T>(db: Db, fn: (tx: Db) => T): T {
   return db.transaction((tx) => fn(tx as unknown as Db), { behavior: "immediate" });
 }
 
-/**
- * Creates `<dataDir>/trellis.lock` holding our pid. If it exists and names a live process,
- * refuses; a stale lock (process gone) is taken over.
- */
-function acquireDataDirLock(dataDir: string): () => void {
-  const lockFile = path.join(dataDir, "trellis.lock");
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      fs.writeFileSync(lockFile, `${process.pid}\n`, { flag: "wx" });
-      return () => {
-        try {
-          if (fs.readFileSync(lockFile, "utf8").trim() === String(process.pid)) fs.unlinkSync(lockFile);
-        } catch {
-          // already gone
-        }
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const holder = Number.parseInt(fs.readFileSync(lockFile, "utf8").trim(), 10);
-      if (Number.isInteger(holder) && isAlive(holder)) {
-        throw new Error(
-          `data directory ${dataDir} is in use by another Trellis server (pid ${holder}); ` +
-            "stop it or choose another --data directory",
-        );
-      }
-      fs.rmSync(lockFile, { force: true });
-    }
-  }
-  throw new Error(`could not lock data directory ${dataDir}`);
+/** The lock file inside a data directory: an empty SQLite database nobody reads. */
+export function dataDirLockFile(dataDir: string): string {
+  return path.join(dataDir, "trellis.server-lock");
 }
 
-function isAlive(pid: number): boolean {
+/**
+ * Locks the data directory for this process. The lock is a POSIX advisory lock (fcntl) that
+ * SQLite takes on a separate, empty database file: a second connection holds it in an open
+ * `BEGIN EXCLUSIVE` transaction for as long as the server runs. The kernel drops such a lock
+ * when its process dies, however it dies (SIGKILL, OOM, power loss of a container), so
+ * nothing stale can outlive the holder. The old pid file could: a recorded pid reused by
+ * another process (pid 1 in every container) looked alive forever.
+ *
+ * Why not lock trellis.db itself: `locking_mode=EXCLUSIVE` on the data file would also
+ * shut out `trellis import`, which writes while the server runs (WAL, docs/import.md).
+ * SQLite's unix VFS shares locks between connections of one process, so a second open in
+ * the same process (tests) is refused too.
+ */
+function acquireDataDirLock(dataDir: string): () => void {
+  const lockFile = dataDirLockFile(dataDir);
+  // timeout 0: a held lock is refused at once, never waited for.
+  const holder = new Database(lockFile, { timeout: 0 });
   try {
-    process.kill(pid, 0);
-    return true;
+    holder.exec("BEGIN EXCLUSIVE");
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
+    holder.close();
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new Error(
+        `data directory ${dataDir} is in use by another Trellis server (it holds ${lockFile}); ` +
+          "stop it or choose another --data directory",
+      );
+    }
+    throw new Error(`could not lock data directory ${dataDir} (${lockFile}): ${(err as Error).message}`);
+  }
+  // The pid file of earlier versions means nothing now; left in place it only misleads.
+  fs.rmSync(path.join(dataDir, "trellis.lock"), { force: true });
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    try {
+      holder.exec("ROLLBACK");
+    } finally {
+      holder.close();
+    }
+  };
+}
+
+/**
+ * A zero-byte trellis.db is what a truncated copy, a failed restore or a full disk during a
+ * copy leaves; SQLite would take it as a new database and the server would mint new keys
+ * and an empty tree over it. Only a data directory without the file starts afresh.
+ */
+function refuseEmptyFile(file: string): void {
+  let size: number;
+  try {
+    size = fs.statSync(file).size;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return; // a new data directory
+    throw err;
+  }
+  if (size === 0) {
+    throw new Error(
+      `database ${file} is empty (0 bytes), so it is not a new database and not one this server can serve; ` +
+        "restore it from a backup, or delete it to start afresh with new keys and no data",
+    );
+  }
+}
+
+/**
+ * Creates a new database under a temporary name, with its schema, and only then links it in
+ * as `file`: SQLite creates an empty file before it writes anything, so a crash or a full
+ * disk during the very first start would otherwise leave the zero-byte file that
+ * refuseEmptyFile (rightly) refuses, and the directory could never start again. The link
+ * is atomic and never replaces a file another process created meanwhile.
+ */
+function createDatabaseFile(file: string): void {
+  const fresh = `${file}.new-${process.pid}`;
+  fs.rmSync(fresh, { force: true });
+  fs.rmSync(`${fresh}-journal`, { force: true });
+  try {
+    const sqlite = new Database(fresh);
+    try {
+      // Rollback journal (the default) while building it: the whole file is self-contained
+      // at close, with nothing left in a -wal beside it.
+      sqlite.pragma("synchronous = FULL");
+      migrate(drizzle(sqlite, { schema }), { migrationsFolder: MIGRATIONS_DIR });
+    } finally {
+      sqlite.close();
+    }
+    try {
+      fs.linkSync(fresh, file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "EEXIST") {
+        // another process (an import, say) created it first: use theirs
+      } else if ((code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP") && !fs.existsSync(file)) {
+        fs.renameSync(fresh, file); // a file system without hard links: rename is atomic too
+      } else {
+        throw err;
+      }
+    }
+    fsyncDirectory(path.dirname(file));
+  } finally {
+    fs.rmSync(fresh, { force: true });
+  }
+}
+
+/** Makes a new directory entry durable (a power cut must not lose the link just made). */
+function fsyncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+interface JournalEntry {
+  readonly tag: string;
+  readonly when: number;
+}
+
+/** The migrations this build carries (drizzle's journal), oldest first. */
+function knownMigrations(): JournalEntry[] {
+  const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as {
+    entries: JournalEntry[];
+  };
+  return journal.entries;
+}
+
+/**
+ * A database already migrated by a newer build has tables and columns this build does not
+ * know; serving it would write rows the newer build reads wrongly. drizzle's migrator only
+ * applies what is missing and says nothing about extra rows, so compare here: its
+ * `__drizzle_migrations` records each applied migration's journal timestamp.
+ */
+function refuseNewerMigrations(sqlite: Database.Database, file: string): void {
+  const hasTable = sqlite
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
+    .get();
+  if (!hasTable) return;
+  const applied = sqlite.prepare("SELECT count(*) AS n, max(created_at) AS newest FROM __drizzle_migrations").get() as {
+    n: number;
+    newest: number | null;
+  };
+  const known = knownMigrations();
+  const newestKnown = known[known.length - 1];
+  if (!newestKnown || applied.newest === null) return;
+  if (Number(applied.newest) > newestKnown.when || applied.n > known.length) {
+    sqlite.close();
+    throw new Error(
+      `database ${file} was migrated by a newer Trellis: ${applied.n} migrations applied, the newest dated ` +
+        `${new Date(Number(applied.newest)).toISOString()}; this build knows ${known.length}, the newest ` +
+        `${newestKnown.tag} (${new Date(newestKnown.when).toISOString()}). Run the newer build, or restore a backup`,
+    );
   }
 }

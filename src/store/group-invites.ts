@@ -171,7 +171,8 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
     },
 
     async delete(uid) {
-      const result = db.delete(groupInvites).where(eq(groupInvites.uid, uid)).run();
+      // Through group commit like every API write: it waits for the lock without blocking reads.
+      const result = await groupCommit(db, (tx) => tx.delete(groupInvites).where(eq(groupInvites.uid, uid)).run());
       if (result.changes === 0) throw notFound("group invite", uid);
     },
 

@@ -330,7 +330,8 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async touchLastSeen(uid, now) {
-      return touchStmt.run({ uid, now }).changes > 0;
+      // Through group commit like every API write: it waits for the lock without blocking reads.
+      return groupCommit(db, () => touchStmt.run({ uid, now }).changes > 0);
     },
   };
 }

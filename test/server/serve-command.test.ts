@@ -7,6 +7,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
+import { databaseFile, openDatabase } from "../../src/store/db.js";
 import { operatorToken } from "../support/auth.js";
 
 const BIN = path.resolve("bin/trellis.mjs");
@@ -104,6 +106,75 @@ describe("trellis serve", () => {
     expect((await res.json()).name).toBe("survives restart");
     again.child.kill("SIGINT");
     expect(await again.exited).toBe(0);
+  });
+
+  /** Runs `trellis serve` on `dir` expecting a refusal; returns its exit code and stderr. */
+  async function refusedServe(dir: string): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [BIN, "serve", "--addr", "127.0.0.1:0", "--data", dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    let stdout = "";
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      child.once("exit", resolve);
+      // A server that wrongly starts is stopped, so the failing test leaves no process behind.
+      child.stdout.on("data", () => stdout.startsWith("listening on") && child.kill("SIGKILL"));
+    });
+    expect(stdout).toBe(""); // never got as far as listening
+    return { code, stderr };
+  }
+
+  it("refuses a zero-byte trellis.db instead of re-initialising it with new keys", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-serve-empty-"));
+    try {
+      fs.writeFileSync(databaseFile(dir), "");
+      const { code, stderr } = await refusedServe(dir);
+      expect(code).not.toBe(0);
+      expect(stderr).toContain(`database ${databaseFile(dir)} is empty (0 bytes)`);
+      expect(fs.statSync(databaseFile(dir)).size).toBe(0); // left as it was, for the operator
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a database migrated by a newer build, naming both", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-serve-newer-"));
+    try {
+      openDatabase(dir).close();
+      // What a newer build's migration leaves: one more applied row, dated after ours.
+      const sqlite = new Database(databaseFile(dir));
+      const newest = sqlite.prepare("SELECT max(created_at) AS t FROM __drizzle_migrations").get() as { t: number };
+      sqlite.prepare("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('future', ?)").run(Number(newest.t) + 86_400_000);
+      sqlite.close();
+      const { code, stderr } = await refusedServe(dir);
+      expect(code).not.toBe(0);
+      expect(stderr).toMatch(/was migrated by a newer Trellis: \d+ migrations applied, the newest dated \S+; this build knows \d+, the newest 0\d{3}_\w+/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("starts at once over a pid lock file of an earlier version naming a live pid (pid 1 in a container)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-serve-oldlock-"));
+    try {
+      fs.writeFileSync(path.join(dir, "trellis.lock"), "1\n");
+      const running = await startServe(["--addr", "127.0.0.1:0", "--data", dir]);
+      // Killed without any chance to clean up, a new server takes the directory at once.
+      running.child.kill("SIGKILL");
+      await running.exited;
+      const next = await startServe(["--addr", "127.0.0.1:0", "--data", dir]);
+      expect((await fetch(`${next.url}/iam/v2beta1/groups`)).status).toBe(401); // serving
+      next.child.kill("SIGTERM");
+      expect(await next.exited).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("rejects bad flags with a usage message and exit code 2", async () => {

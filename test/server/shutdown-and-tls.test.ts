@@ -88,6 +88,34 @@ describe("TLS", () => {
       await t.close();
     }
   });
+
+  it("closes a TLS connection that never finishes its handshake, and one over its peer's cap at once", async () => {
+    const certFile = path.join(dir, "cert.pem");
+    const keyFile = path.join(dir, "key.pem");
+    if (!fs.existsSync(certFile)) {
+      execFileSync("openssl", [
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost",
+        "-addext", "subjectAltName=IP:127.0.0.1",
+      ], { stdio: "ignore" });
+    }
+    // The first-bytes bound is short and the idle one far away.
+    const t = await startTestApp({ tls: { certFile, keyFile } }, { firstBytesTimeoutMs: 100, http2IdleMs: 60_000, maxConnectionsPerPeer: 1 });
+    try {
+      const silent = net.connect(t.app.port, "127.0.0.1");
+      silent.on("error", () => {});
+      await new Promise((resolve) => silent.once("connect", resolve));
+      // A second connection from the same peer is over the cap of 1: closed at once.
+      const second = net.connect(t.app.port, "127.0.0.1");
+      second.on("error", () => {});
+      await new Promise((resolve) => second.once("close", resolve));
+      expect(silent.destroyed).toBe(false);
+      // The silent one is closed by the handshake bound (Node's default would be 120 s).
+      await new Promise((resolve) => silent.once("close", resolve));
+    } finally {
+      await t.close();
+    }
+  });
 });
 
 describe("requests answered before their body was read", () => {

@@ -150,6 +150,7 @@ describe("one port for HTTP/1.1 and h2c, with pinned limits", () => {
   });
 
   it("pins the production limits", () => {
+    expect(LIMITS).toMatchObject({ firstBytesTimeoutMs: 10_000, maxConnections: 4096, maxConnectionsPerPeer: 256 });
     expect(LIMITS).toMatchObject({
       maxMessageBytes: 1024 * 1024,
       maxConcurrentStreams: 100,
@@ -160,5 +161,109 @@ describe("one port for HTTP/1.1 and h2c, with pinned limits", () => {
     });
     expect(LIMITS.http2IdleMs).toBeGreaterThan(0);
     expect(LIMITS.firstBytesTimeoutMs).toBeGreaterThan(0);
+  });
+});
+
+/** An h2c session that has exchanged SETTINGS (past the first-bytes bound): a held connection. */
+async function heldSession(url: string, localAddress = "127.0.0.1"): Promise<http2.ClientHttp2Session> {
+  const { port } = new URL(url);
+  const session = http2.connect(url, { createConnection: () => net.connect({ port: Number(port), host: "127.0.0.1", localAddress }) });
+  session.on("error", () => {});
+  await new Promise((resolve) => session.once("remoteSettings", resolve));
+  return session;
+}
+
+/**
+ * Sends one whole HTTP/1.1 request at once from `localAddress` and returns what came back
+ * before the server closed: an accepted connection answers (401 without a token), one
+ * refused by a cap is closed before its bytes are read, so nothing comes back.
+ */
+function requestFrom(port: number, localAddress: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: "127.0.0.1", localAddress });
+    let data = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (c: string) => {
+      data += c;
+      if (data.includes("\r\n\r\n")) socket.end();
+    });
+    socket.on("error", () => {});
+    socket.once("close", () => resolve(data));
+    socket.write("GET /iam/v2beta1/groups HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  });
+}
+
+/** Retries `requestFrom` until answered: the server frees a slot when it sees the close. */
+async function answeredSoon(port: number, localAddress: string): Promise<string> {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await requestFrom(port, localAddress);
+    if (answer !== "" || attempt === 50) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("an HTTP/2 preface alone is held no longer than the first-bytes timeout", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // The idle timeout is far away: a close within the test's time is the first-bytes bound.
+    t = await startTestApp({}, { firstBytesTimeoutMs: 100, http2IdleMs: 60_000 });
+  });
+  afterAll(async () => t.close());
+
+  it("closes a connection that sent only PRI", async () => {
+    const socket = net.connect(t.app.port, "127.0.0.1");
+    socket.on("data", () => {});
+    socket.write("PRI");
+    await waitForClose(socket, 5000);
+  });
+
+  it("closes a connection that sent the whole preface and nothing else", async () => {
+    const socket = net.connect(t.app.port, "127.0.0.1");
+    socket.on("data", () => {}); // the server's SETTINGS
+    socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    await waitForClose(socket, 5000);
+  });
+
+  it("keeps a session that sent its SETTINGS past the first-bytes timeout", async () => {
+    const session = await heldSession(t.url);
+    const closed = waitForClose(session, 300).then(
+      () => "closed",
+      () => "open",
+    );
+    expect(await closed).toBe("open");
+    const req = session.request({ ":method": "GET", ":path": "/iam/v2beta1/groups" });
+    req.on("data", () => {});
+    const status = await new Promise((resolve) => req.once("response", (h) => resolve(h[":status"])));
+    expect(status).toBe(401);
+    session.close();
+  });
+});
+
+describe("connection caps", () => {
+  it("closes a peer's connection over its cap at once; other peers still connect", async () => {
+    const t = await startTestApp({}, { maxConnectionsPerPeer: 2, maxConnections: 100, firstBytesTimeoutMs: 60_000 });
+    try {
+      const held = [await heldSession(t.url), await heldSession(t.url)];
+      expect(await requestFrom(t.app.port, "127.0.0.1")).toBe("");
+      expect(await requestFrom(t.app.port, "127.0.0.2")).toMatch(/^HTTP\/1\.1 401/);
+      held[0]?.close();
+      expect(await answeredSoon(t.app.port, "127.0.0.1")).toMatch(/^HTTP\/1\.1 401/);
+      held[1]?.close();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("closes any connection over the server's cap at once", async () => {
+    const t = await startTestApp({}, { maxConnectionsPerPeer: 100, maxConnections: 2, firstBytesTimeoutMs: 60_000 });
+    try {
+      const held = [await heldSession(t.url, "127.0.0.1"), await heldSession(t.url, "127.0.0.2")];
+      expect(await requestFrom(t.app.port, "127.0.0.3")).toBe("");
+      held[0]?.close();
+      expect(await answeredSoon(t.app.port, "127.0.0.3")).toMatch(/^HTTP\/1\.1 401/);
+      held[1]?.close();
+    } finally {
+      await t.close();
+    }
   });
 });

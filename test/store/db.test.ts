@@ -1,4 +1,5 @@
 /** Durability pins and the data-directory lock (reliability.md findings 12-14, F8, F13). */
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -36,9 +37,38 @@ describe("openDatabase", () => {
     openDatabase(dir).close();
   });
 
-  it("takes over a stale lock left by a dead process", () => {
+  it("is not blocked by the pid lock file of an earlier version, even one naming a live pid", () => {
     const dir = tempDir();
-    fs.writeFileSync(path.join(dir, "trellis.lock"), "999999999\n");
+    // pid 1 is alive in every container: the old lock refused every restart with it.
+    fs.writeFileSync(path.join(dir, "trellis.lock"), "1\n");
+    openDatabase(dir).close();
+    expect(fs.existsSync(path.join(dir, "trellis.lock"))).toBe(false);
+  });
+
+  it("dies with its holder: a process killed with SIGKILL leaves nothing that blocks the next open", async () => {
+    const dir = tempDir();
+    // A child process takes the lock the way the server does, says so, and is then killed.
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "-e",
+        `const { openDatabase } = await import(${JSON.stringify(path.resolve("src/store/db.ts"))});
+         openDatabase(${JSON.stringify(dir)}); process.stdout.write("locked\\n"); setInterval(() => {}, 60000);`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.setEncoding("utf8").on("data", (c: string) => c.includes("locked") && resolve());
+      child.once("exit", (code) => reject(new Error(`lock holder exited early (${code})`)));
+    });
+    // While it lives, this process is refused.
+    expect(() => openDatabase(dir)).toThrow(/in use by another Trellis server/);
+    child.kill("SIGKILL");
+    await exited;
+    // At once afterwards: the kernel released the lock with the process.
     openDatabase(dir).close();
   });
 });

@@ -12,7 +12,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ApiError } from "../../src/errors/api-error.js";
 import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { groupCommit, MAX_BATCH } from "../../src/store/group-commit.js";
+import { groupCommit, MAX_BATCH, storageWritable, waitForWriteLockAsync } from "../../src/store/group-commit.js";
 import { createGroupsRepository, type GroupsRepository } from "../../src/store/groups.js";
 
 const NOW = 1_800_000_000_000;
@@ -153,5 +153,40 @@ describe("group commit", () => {
     expect((await pending).name).toBe("queued");
     opened = openDatabase(dir);
     expect(rootNames()).toEqual(["queued"]);
+  });
+
+  it("with the lock held elsewhere, writes wait on a timer (reads go on), commit in order once it is free, and fail past the bound with nothing written", async () => {
+    // Fake clock: the wait, the retries and the bound are driven by the test, not the wall clock.
+    vi.useFakeTimers({ toFake: ["setTimeout", "setImmediate", "performance"] });
+    const other = new Database(path.join(dir, "trellis.db"));
+    try {
+      waitForWriteLockAsync(opened.db, 100);
+      other.exec("BEGIN IMMEDIATE");
+      const order: string[] = [];
+      const first = repo.create(newRoot("first"), NOW).then(() => order.push("first"));
+      const second = repo.create(newRoot("second"), NOW).then(() => order.push("second"));
+      await vi.advanceTimersByTimeAsync(60);
+      expect(order).toEqual([]); // still waiting, and this turn of the loop was never blocked:
+      expect(rootNames()).toEqual([]); // a read on the same connection is answered meanwhile
+      other.exec("ROLLBACK");
+      await vi.advanceTimersByTimeAsync(30); // the next retry takes the lock
+      await Promise.all([first, second]);
+      expect(order).toEqual(["first", "second"]);
+      expect(storageWritable(opened.db)).toBe(true);
+
+      other.exec("BEGIN IMMEDIATE");
+      const late = repo.create(newRoot("late"), NOW).catch((e: unknown) => e);
+      await vi.advanceTimersByTimeAsync(99);
+      expect(storageWritable(opened.db)).toBe(true); // still within its bound
+      await vi.advanceTimersByTimeAsync(60);
+      expect(((await late) as { code?: string }).code).toBe("SQLITE_BUSY");
+      expect(storageWritable(opened.db)).toBe(false); // what the health service reports
+      other.exec("ROLLBACK");
+      expect(rootNames()).toEqual(["first", "second"]); // nothing of the refused write
+    } finally {
+      if (other.inTransaction) other.exec("ROLLBACK");
+      other.close();
+      vi.useRealTimers();
+    }
   });
 });

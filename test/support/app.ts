@@ -8,7 +8,7 @@ import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll } from "vitest";
 import { DEFAULT_ERROR_DOMAIN, type Limits, type ServerConfig } from "../../src/server/config.js";
-import { type App, startApp } from "../../src/server/create-app.js";
+import { type App, type AppOverrides, startApp } from "../../src/server/create-app.js";
 import { databaseFile } from "../../src/store/db.js";
 import { operatorToken, setDefaultToken } from "./auth.js";
 import { closeGrpcClients } from "./transports.js";
@@ -28,7 +28,7 @@ export interface TestApp {
 export async function startTestApp(
   config: Partial<ServerConfig> = {},
   limits: Partial<Limits> = {},
-  options: { readonly fastUnary?: boolean } = {},
+  overrides: Pick<AppOverrides, "onDatabase" | "fastUnary"> = {},
 ): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
   let offset = 0;
@@ -41,7 +41,7 @@ export async function startTestApp(
       logLevel: "silent",
       ...config,
     },
-    { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits, fastUnary: options.fastUnary },
+    { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits, ...overrides },
   );
   const token = await operatorToken(dataDir);
   setDefaultToken(app.url, token);

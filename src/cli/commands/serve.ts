@@ -40,6 +40,7 @@ export function registerServe(program: Command, io: Io): void {
       // Loaded on use: the server's modules would slow every client command's start.
       const { parseServeConfig } = await import("../../server/config.js");
       const { startApp } = await import("../../server/create-app.js");
+      const { logStats } = await import("../../server/logger.js");
       let config: ReturnType<typeof parseServeConfig>;
       try {
         config = parseServeConfig(toArgs(opts), io.env);
@@ -47,6 +48,11 @@ export function registerServe(program: Command, io: Io): void {
         throw usageError(`trellis serve: ${(err as Error).message}`);
       }
       const app = await startApp(config);
+      // Whoever watches stdout may be gone or its disk full: a failed ready line must not stop
+      // the server (an unhandled 'error' on process.stdout would), so it is only counted.
+      process.stdout.on("error", () => {
+        logStats.droppedLines++;
+      });
       io.out(`listening on ${app.url}\n`);
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
