@@ -55,8 +55,12 @@ export const LIMITS = {
   firstBytesTimeoutMs: 10_000,
   /** Open connections the server accepts at once; more are closed as soon as they arrive. */
   maxConnections: 4096,
-  /** Open connections one peer address may hold at once; more are closed as soon as they arrive. */
-  maxConnectionsPerPeer: 256,
+  /**
+   * Open connections one peer address may hold at once; more are closed as soon as they
+   * arrive. A quarter of the server's cap, so one client cannot take them all; generous because
+   * behind a reverse proxy every connection comes from the proxy's address.
+   */
+  maxConnectionsPerPeer: 1024,
   /** How often Node checks HTTP/1.1 connections against the two timeouts above. */
   connectionsCheckingIntervalMs: 1_000,
   /** In-flight calls get this long to finish on SIGINT/SIGTERM. */

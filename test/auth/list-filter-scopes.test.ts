@@ -96,10 +96,14 @@ interface Outcome {
 
 type Call = (method: DescMethod, filter: string, field: string, named: string, token: string) => Promise<Outcome>;
 
-const rpcCall =
-  (transport: (typeof rpcTransports)[number]): Call =>
-  async (method, filter, field, named, token) => {
-    const client = createClient(method.parent, transport.create(t.url, { token })) as unknown as Record<string, (req: unknown) => Promise<unknown>>;
+const rpcCall = (transport: (typeof rpcTransports)[number]): Call => {
+  // One transport per caller and door: a transport per call would leave an HTTP/2 session
+  // open for each, and the server caps the connections one peer may hold.
+  const byToken = new Map<string, ReturnType<typeof transport.create>>();
+  return async (method, filter, field, named, token) => {
+    let tr = byToken.get(token);
+    if (!tr) byToken.set(token, (tr = transport.create(t.url, { token })));
+    const client = createClient(method.parent, tr) as unknown as Record<string, (req: unknown) => Promise<unknown>>;
     try {
       await client[method.localName]!({ [filter]: { [field]: named } });
       return { code: 0 };
@@ -108,6 +112,7 @@ const rpcCall =
       return { code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason };
     }
   };
+};
 
 /** The List's GET path from its google.api.http rule (no path variables on a List). */
 function restPath(method: DescMethod): string {

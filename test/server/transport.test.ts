@@ -150,7 +150,7 @@ describe("one port for HTTP/1.1 and h2c, with pinned limits", () => {
   });
 
   it("pins the production limits", () => {
-    expect(LIMITS).toMatchObject({ firstBytesTimeoutMs: 10_000, maxConnections: 4096, maxConnectionsPerPeer: 256 });
+    expect(LIMITS).toMatchObject({ firstBytesTimeoutMs: 10_000, maxConnections: 4096, maxConnectionsPerPeer: 1024 });
     expect(LIMITS).toMatchObject({
       maxMessageBytes: 1024 * 1024,
       maxConcurrentStreams: 100,
