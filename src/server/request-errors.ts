@@ -57,9 +57,22 @@ export function invalidAuthority(present: boolean): ApiError {
   );
 }
 
-/** Writes `error` as the whole response, natively for `dialect`. The response must not have started. */
+/**
+ * Writes `error` as the whole response, natively for `dialect`. The response must not have
+ * started. Headers set on it before are dropped, except the CORS ones (every answer to an
+ * allowed origin carries them): they belong to the answer that failed, and one of them may
+ * be why it failed (Node keeps a header it refused to send, and would refuse it again).
+ */
 export function writeError(res: Res, dialect: ErrorDialect, error: ConnectError): void {
   const out = res as http.ServerResponse;
+  for (const name of out.getHeaderNames()) {
+    if (!name.startsWith("access-control-") && name !== "vary") out.removeHeader(name);
+  }
+  // HTTP/1.1: a writeHead that threw half-way may already have switched the response to
+  // chunked framing (a `transfer-encoding` header before the refused one). Node decides the
+  // framing afresh from the headers written next; without this reset the body below would be
+  // chunk-framed under a content-length header.
+  if ("chunkedEncoding" in out) out.chunkedEncoding = false;
   if (dialect === "grpc") {
     const trailer = setTrailerStatus(new Headers(), error);
     const headers: Record<string, string> = { "content-type": "application/grpc+proto" };

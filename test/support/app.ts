@@ -8,7 +8,7 @@ import path from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll } from "vitest";
 import { DEFAULT_ERROR_DOMAIN, type Limits, type ServerConfig } from "../../src/server/config.js";
-import { type App, startApp } from "../../src/server/create-app.js";
+import { type App, type AppOverrides, startApp } from "../../src/server/create-app.js";
 import { databaseFile } from "../../src/store/db.js";
 import { operatorToken, setDefaultToken } from "./auth.js";
 import { closeGrpcClients } from "./transports.js";
@@ -25,9 +25,13 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** What a test may change besides config and limits (the clock stays the test app's own). */
+export type TestOverrides = Omit<AppOverrides, "now" | "limits">;
+
 export async function startTestApp(
   config: Partial<ServerConfig> = {},
   limits: Partial<Limits> = {},
+  overrides: TestOverrides = {},
 ): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
   let offset = 0;
@@ -40,7 +44,7 @@ export async function startTestApp(
       logLevel: "silent",
       ...config,
     },
-    { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits },
+    { log: pino({ level: "silent" }), ...overrides, now: () => Date.now() + offset, limits },
   );
   const token = await operatorToken(dataDir);
   setDefaultToken(app.url, token);
