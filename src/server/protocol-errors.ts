@@ -11,7 +11,12 @@
  *
  * - an error without details gains ErrorInfo {reason: the code name, domain: ours};
  * - INTERNAL whose message starts "parse binary:" becomes INVALID_ARGUMENT (only connect-node
- *   writes that message; our own INTERNAL errors always carry details and are left alone).
+ *   writes that message; our own INTERNAL errors always carry details and are left alone);
+ *   so do connect-node's other INTERNAL answers to the client's own bytes: an envelope
+ *   flagged compressed with no encoding named ("received compressed envelope, but do not
+ *   know how to decompress"; gRPC's compression spec says INTERNAL, but the fault is the
+ *   sender's) and a compressed body that does not decompress ("decompression failed", for
+ *   zlib errors connect-node does not classify, e.g. a truncated gzip stream).
  *
  * Where each protocol keeps its status:
  * - gRPC: `grpc-status` in the trailers or in a trailers-only header block. Also rewrites
@@ -43,10 +48,16 @@ type WriteHead = (status: number, headers?: NodeHeaders) => unknown;
 /** HTTP status connect-node uses for INVALID_ARGUMENT on the Connect protocol. */
 const CONNECT_INVALID_ARGUMENT_STATUS = 400;
 
-/** The status after our two rules: parse failures are the client's fault. */
+/** connect-node's INTERNAL messages about bytes the client sent (module comment). */
+const CLIENT_BYTES_INTERNAL = ["received compressed envelope, but do not know how to decompress", "decompression failed"];
+
+/** The status after our two rules: parse and decompression failures are the client's fault. */
 function conform(code: number, message: string): { code: number; message: string } {
   if (code === GrpcCode.Internal && message.startsWith("parse binary:")) {
     return { code: GrpcCode.InvalidArgument, message: `Invalid argument: cannot decode the request message (${message.slice(14)})` };
+  }
+  if (code === GrpcCode.Internal && CLIENT_BYTES_INTERNAL.includes(message)) {
+    return { code: GrpcCode.InvalidArgument, message: `Invalid argument: ${message}` };
   }
   return { code, message };
 }

@@ -17,27 +17,63 @@ export interface RawResponse {
 
 /**
  * Sends `head` (request line and header lines, without the blank line) and `body` on a fresh
- * connection, adding `connection: close` so the answer ends with the connection.
+ * connection, adding `connection: close`; resolves as soon as one whole response has arrived
+ * (or the connection closed, or `timeoutMs` passed: then with what came, status 0 if nothing).
+ * `headRequest`: the request was HEAD, so the response has no body whatever it declares.
  */
-export function rawHttp1(url: string, head: string, body: Buffer | string = "", timeoutMs = 5000): Promise<RawResponse> {
+export function rawHttp1(url: string, head: string, body: Buffer | string = "", timeoutMs = 5000, headRequest = false): Promise<RawResponse> {
   const u = new URL(url);
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
+    let settled = false;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(parseHttp1(Buffer.concat(chunks), headRequest));
+    };
     const socket = net.connect(Number(u.port), u.hostname, () => {
       socket.write(Buffer.concat([Buffer.from(`${head}\r\nconnection: close\r\n\r\n`, "latin1"), Buffer.from(body)]));
     });
-    const timer = setTimeout(() => socket.destroy(), timeoutMs);
-    socket.on("data", (c: Buffer) => chunks.push(c));
-    socket.on("error", () => {});
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve(parseHttp1(Buffer.concat(chunks)));
+    const timer = setTimeout(settle, timeoutMs);
+    socket.on("data", (c: Buffer) => {
+      chunks.push(c);
+      if (isComplete(Buffer.concat(chunks), headRequest)) settle();
     });
+    socket.on("error", () => {});
+    socket.on("close", settle);
   });
 }
 
+/** The bytes after any interim (1xx) responses. */
+function finalResponse(data: Buffer): Buffer {
+  let at = 0;
+  while (/^HTTP\/1\.[01] 1\d\d/.test(data.subarray(at, at + 12).toString("latin1"))) {
+    const end = data.indexOf("\r\n\r\n", at);
+    if (end < 0) break;
+    at = end + 4;
+  }
+  return data.subarray(at);
+}
+
+/** True once `data` holds one whole final response (by its content-length or chunked end). */
+function isComplete(data: Buffer, headRequest: boolean): boolean {
+  const response = finalResponse(data);
+  const end = response.indexOf("\r\n\r\n");
+  if (end < 0) return false;
+  const head = response.subarray(0, end).toString("latin1").toLowerCase();
+  const status = Number(/^http\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0);
+  if (headRequest || status === 204 || status === 304) return true;
+  const length = /\r\ncontent-length: *(\d+)/.exec(head);
+  if (length) return response.length - end - 4 >= Number(length[1]);
+  if (/\r\ntransfer-encoding: *chunked/.test(head)) return response.subarray(end).includes("\r\n0\r\n\r\n");
+  return false;
+}
+
 /** Parses one HTTP/1.1 response (content-length, chunked or read-to-close body). */
-export function parseHttp1(data: Buffer): RawResponse {
+export function parseHttp1(raw: Buffer, headRequest = false): RawResponse {
+  const data = finalResponse(raw);
   const end = data.indexOf("\r\n\r\n");
   if (end < 0) return { status: 0, headers: {}, body: Buffer.alloc(0) };
   const lines = data.subarray(0, end).toString("latin1").split("\r\n");
@@ -47,7 +83,7 @@ export function parseHttp1(data: Buffer): RawResponse {
     const i = line.indexOf(":");
     if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
   }
-  let body = data.subarray(end + 4);
+  let body = headRequest ? Buffer.alloc(0) : data.subarray(end + 4);
   if (headers["transfer-encoding"] === "chunked") {
     const parts: Buffer[] = [];
     for (let at = 0; at < body.length; ) {
@@ -85,7 +121,8 @@ export function rawHttp2(
   return new Promise<RawResponse>((resolve) => {
     let stream: http2.ClientHttp2Stream;
     try {
-      stream = s.request(headers);
+      // Explicit, so a GET with a body sends it (the client ends GET and HEAD streams itself).
+      stream = s.request(headers, { endStream: body.length === 0 });
     } catch {
       resolve(done({ status: 0, headers: {}, body: Buffer.alloc(0) }));
       return;
@@ -108,6 +145,6 @@ export function rawHttp2(
       clearTimeout(timer);
       resolve(done({ status, headers: seen, body: Buffer.concat(chunks) }));
     });
-    stream.end(body);
+    if (body.length > 0) stream.end(body);
   });
 }
