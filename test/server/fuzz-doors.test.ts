@@ -381,19 +381,25 @@ for (const fastUnary of [true, false]) {
     it(`random and mutated requests on every door, HTTP/1.1 and HTTP/2: no server error, ErrorInfo on every error, refusals write nothing, and the server keeps answering (${mode})`, { timeout: 60_000 }, async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(requests(org, t.token), { minLength: 1, maxLength: 8 }), async (batch) => {
-          const session = http2.connect(t.url);
-          session.on("error", () => {});
+          // One HTTP/2 session per batch, replaced if a request made the server end it.
+          const sessions = [http2.connect(t.url).on("error", () => {})];
+          const live = () => {
+            const last = sessions[sessions.length - 1] as http2.ClientHttp2Session;
+            if (!last.closed && !last.destroyed) return last;
+            sessions.push(http2.connect(t.url).on("error", () => {}));
+            return sessions[sessions.length - 1] as http2.ClientHttp2Session;
+          };
           try {
             for (const spec of batch) {
               const before = snapshotDb(t.dbFile);
-              const res = await send(t, spec, session.closed || session.destroyed ? http2.connect(t.url).on("error", () => {}) : session);
+              const res = await send(t, spec, live());
               const verdict = judge(spec, res);
               const where = `${describeSpec(spec)}\n→ ${verdict.summary}`;
               expect(verdict.problems, where).toEqual([]);
               if (!verdict.accepted) expect(snapshotDb(t.dbFile) === before, `a refused request changed the database\n${where}`).toBe(true);
             }
           } finally {
-            session.destroy();
+            for (const s of sessions) s.destroy();
           }
           await expectAnswering();
         }),

@@ -112,8 +112,7 @@ export function rawHttp2(
   session?: http2.ClientHttp2Session,
   timeoutMs = 5000,
 ): Promise<RawResponse> {
-  const s = session ?? http2.connect(url);
-  s.on("error", () => {});
+  const s = session ?? http2.connect(url).on("error", () => {});
   const done = (r: RawResponse) => {
     if (!session) s.close();
     return r;
