@@ -145,9 +145,6 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     });
 
     const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true };
-    // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped implementations
-    // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
-    // goes to connect-node.
     // The last line of defence for one request, used by every door: anything thrown by or
     // for a request outside the call pipeline (routing, building its context, reading its
     // body, writing its answer) is logged and answered INTERNAL in the request's own protocol,
@@ -178,6 +175,9 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       }
     };
 
+    // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped implementations
+    // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
+    // goes to connect-node.
     const fastOptions = {
       methods: [...byMethod].map(([method, impl]) => ({ method, impl })),
       readMaxBytes: LIMITS.maxMessageBytes,
@@ -214,7 +214,6 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const dispatch = (req: NodeRequest, res: NodeResponse): void => {
       if (cors?.(req, res)) return;
       if (auth.wellKnown(req, res)) return;
-      const connectHandler = () => connectDoor(req, res);
       const toConnect = () => {
         conformProtocolErrors(req, res, config.errorDomain);
         connectDoor(req, res);
@@ -222,8 +221,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       if (rpcProtocolOf(req) === "grpc") {
         if (fastGrpc && "stream" in req) {
           conformProtocolErrors(req, res, config.errorDomain);
-          const h2res = res as import("node:http2").Http2ServerResponse;
-          if (!fastGrpc(req, h2res, connectHandler)) connectHandler();
+          const fallback = () => connectDoor(req, res);
+          if (!fastGrpc(req, res as http2.Http2ServerResponse, fallback)) fallback();
           return;
         }
         toConnect();
@@ -231,16 +230,19 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       }
       const protocol = rpcProtocolOf(req);
       const fast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
-      if (fast?.(req, res, connectHandler)) {
+      if (fast?.(req, res, () => connectDoor(req, res))) {
         // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
         conformProtocolErrors(req, res, config.errorDomain);
         return;
       }
-      rest.handle(req, res).then(
-        (handled) => {
+      // The REST door answers its own errors; what escapes it (or connect-node after it) is
+      // this request's failure, not an unhandled rejection.
+      rest
+        .handle(req, res)
+        .then((handled) => {
           if (!handled) toConnect();
-        },
-      ).catch((err: unknown) => failRequest(req, res, err));
+        })
+        .catch((err: unknown) => failRequest(req, res, err));
     };
 
     const listener = await listen(
