@@ -12,12 +12,17 @@
  *   response header Node refuses, AppOverrides.testHook) — the second is the promise the
  *   fast doors used to leave without a `.catch`, and the write connect-node only printed.
  */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateGroupRequestSchema } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflectionRequestSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { createConnectDoor } from "../../src/server/connect-door.js";
+import { registerHealth } from "../../src/server/health.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { type RawResponse, rawHttp1, rawHttp2 } from "../support/raw-http.js";
@@ -284,3 +289,34 @@ for (const fastUnary of [true, false]) {
     });
   });
 }
+
+describe("connect-node's door on its own, behind the dispatcher's authority check", () => {
+  it("a bad or missing authority that reaches connect-node's request conversion is that request's failure, not a throw", async () => {
+    const failures: unknown[] = [];
+    const door = createConnectDoor({
+      routes: (router) => registerHealth(router, () => HealthCheckResponse_ServingStatus.SERVING),
+      onFailure(_req, res, err) {
+        failures.push(err);
+        res.writeHead(500);
+        res.end();
+      },
+    });
+    // A bare HTTP/1.1 server: no dispatcher in front, so connect-node sees the Host as sent.
+    const server = http.createServer((req, res) => door(req, res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const check = `POST ${HEALTH_CHECK} HTTP/1.1\r\ncontent-type: application/json\r\ncontent-length: 2`;
+      expect((await rawHttp1(url, `${check}\r\nhost: %zz`, "{}")).status).toBe(500);
+      expect((await rawHttp1(url, check.replace("HTTP/1.1", "HTTP/1.0"), "{}")).status).toBe(500);
+      expect(failures.map((e) => (e as Error).message)).toEqual([
+        "Invalid URL",
+        "[internal] unable to determine request authority from Node.js server request",
+      ]);
+      const fine = await rawHttp1(url, `${check}\r\nhost: localhost`, "{}");
+      expect(JSON.parse(fine.body.toString()).status).toBe("SERVING");
+    } finally {
+      server.close();
+    }
+  });
+});
