@@ -3,9 +3,9 @@
  * the call pipeline, mounts connect-node (gRPC, gRPC-web, Connect) plus reflection and health,
  * and listens on one port. Tests call `startApp` with port 0 and a fresh data directory.
  */
+import http2 from "node:http2";
 import { create, type DescMethod, isMessage, type Message } from "@bufbuild/protobuf";
 import { type HandlerContext } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { credentialInQuery, foldRepeatedAuthorization, tokenInUrlError } from "../auth/authenticate.js";
@@ -14,24 +14,30 @@ import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
+import { type ApiError, internal } from "../errors/api-error.js";
+import { toConnectError } from "../errors/to-connect-error.js";
 import { createServiceContext } from "../services/context.js";
 import { type Db, openDatabase } from "../store/db.js";
 import { msSinceLastWriteOutcome, probeStorage, storageWritable, waitForWriteLockAsync } from "../store/group-commit.js";
 import { ensureBuiltInRoles } from "../store/roles.js";
 import { RestHandlerContext } from "../transcode/handler-context.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
+import { authorityOf, isValidAuthority } from "./authority.js";
 import { type BeforeCallHook, createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
+import { createConnectDoor } from "./connect-door.js";
 import { createCors } from "./cors.js";
 import { registerHealth } from "./health.js";
 import { listen } from "./listener.js";
 import { createFastConnectUnary } from "./fast-unary/connect.js";
 import { createFastGrpcUnary } from "./fast-unary/grpc.js";
 import { createFastGrpcWebUnary } from "./fast-unary/grpc-web.js";
+import type { NodeRequest, NodeResponse } from "./fast-unary/shared.js";
 import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
 import { strictUtf8Decoder } from "./strict-utf8.js";
+import { abandonResponse, errorDialectOf, invalidAuthority, writeError } from "./request-errors.js";
 import { apiServices } from "./routes.js";
 
 export interface App {
@@ -68,6 +74,12 @@ export interface AppOverrides {
    * faults the way they happen (e.g. a full disk through `PRAGMA max_page_count`).
    */
   readonly onDatabase?: (db: Db) => void;
+  /**
+   * Tests only: runs in the dispatcher for every request whose authority passed, before any
+   * door. A test throws from it to prove that a failure outside every door's own handling is
+   * answered INTERNAL for that request alone, in that request's protocol.
+   */
+  readonly testDispatchHook?: (req: NodeRequest, res: NodeResponse) => void;
 }
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
@@ -146,6 +158,36 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
 
     // Bodies that are not UTF-8 are refused, not decoded with U+FFFD (strict-utf8.ts).
     const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true, textDecoder: strictUtf8Decoder };
+    // The last line of defence for one request, used by every door: anything thrown by or
+    // for a request outside the call pipeline (routing, building its context, reading its
+    // body, writing its answer) is logged and answered INTERNAL in the request's own protocol,
+    // or, once the answer has started, the request alone is cut off (request-errors.ts). The
+    // log names the method and path, never the query (it may carry a credential) or headers.
+    const failRequest = (req: NodeRequest, res: NodeResponse, err: unknown): void => {
+      log.error({ err, method: req.method, path: pathOf(req.url) }, "request failed outside the call pipeline");
+      answerError(req, res, internal(err));
+    };
+    const answerError = (req: NodeRequest, res: NodeResponse, err: ApiError): void => {
+      if (res.writableEnded) return;
+      if (res.headersSent) {
+        abandonResponse(req, res);
+        return;
+      }
+      try {
+        const dialect = errorDialectOf(req, (path) => !connectDoor.serves(path));
+        writeError(res, dialect, toConnectError(err, config.errorDomain).error);
+        if ("stream" in req && !req.complete) {
+          // Answered before the body was read: tell the client to stop sending (RFC 9113 §8.1).
+          res.once("finish", () => {
+            if (!req.stream.closed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+          });
+        }
+      } catch (writeErr) {
+        log.error({ err: writeErr }, "could not answer a failed request");
+        abandonResponse(req, res);
+      }
+    };
+
     // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped implementations
     // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
     // goes to connect-node.
@@ -155,11 +197,12 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       jsonOptions,
       maxTimeoutMs: LIMITS.maxTimeoutMs,
       shutdownSignal: shutdown.signal,
+      onFailure: failRequest,
     };
     const fastGrpc = overrides.fastUnary === false ? undefined : createFastGrpcUnary(fastOptions);
     const fastConnect = overrides.fastUnary === false ? undefined : createFastConnectUnary(fastOptions);
     const fastGrpcWeb = overrides.fastUnary === false ? undefined : createFastGrpcWebUnary(fastOptions);
-    const connectHandler = connectNodeAdapter({
+    const connectDoor = createConnectDoor({
       routes(router) {
         for (const { service, impl } of wrapped) router.service(service, impl);
         registerHealth(router, servingStatus);
@@ -176,46 +219,61 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       // fields with default values are written out (`"resourceLimits": {}`, `"verified": false`)
       // as the published service's JSON shows them.
       jsonOptions,
+      onFailure: failRequest,
     });
 
     const cors = createCors(config.corsOrigins ?? []);
+    const testDispatchHook = overrides.testDispatchHook;
+    const dispatch = (req: NodeRequest, res: NodeResponse): void => {
+      // Before any door reads the headers: a second Authorization header must not vanish.
+      foldRepeatedAuthorization(req);
+      if (cors?.(req, res)) return;
+      if (auth.wellKnown(req, res)) return;
+      const toConnect = () => {
+        conformProtocolErrors(req, res, config.errorDomain);
+        connectDoor(req, res);
+      };
+      if (rpcProtocolOf(req) === "grpc") {
+        if (fastGrpc && "stream" in req) {
+          conformProtocolErrors(req, res, config.errorDomain);
+          const fallback = () => connectDoor(req, res);
+          if (!fastGrpc(req, res as http2.Http2ServerResponse, fallback)) fallback();
+          return;
+        }
+        toConnect();
+        return;
+      }
+      const protocol = rpcProtocolOf(req);
+      const fast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
+      if (fast?.(req, res, () => connectDoor(req, res))) {
+        // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
+        conformProtocolErrors(req, res, config.errorDomain);
+        return;
+      }
+      // The REST door answers its own errors; what escapes it (or connect-node after it) is
+      // this request's failure, not an unhandled rejection.
+      rest
+        .handle(req, res)
+        .then((handled) => {
+          if (!handled) toConnect();
+        })
+        .catch((err: unknown) => failRequest(req, res, err));
+    };
+
     const listener = await listen(
       (req, res) => {
-        // Before any door reads the headers: a second Authorization header must not vanish.
-        foldRepeatedAuthorization(req);
-        if (cors?.(req, res)) return;
-        if (auth.wellKnown(req, res)) return;
-        const toConnect = () => {
-          conformProtocolErrors(req, res, config.errorDomain);
-          connectHandler(req, res);
-        };
-        if (rpcProtocolOf(req) === "grpc") {
-          if (fastGrpc && "stream" in req) {
-            conformProtocolErrors(req, res, config.errorDomain);
-            const h2res = res as import("node:http2").Http2ServerResponse;
-            if (!fastGrpc(req, h2res, () => connectHandler(req, res))) connectHandler(req, res);
+        try {
+          // Before any door: every door builds a URL from the authority (authority.ts).
+          const authority = authorityOf(req);
+          if (!isValidAuthority(authority)) {
+            answerError(req, res, invalidAuthority(authority !== undefined));
             return;
           }
-          toConnect();
-          return;
+          testDispatchHook?.(req, res);
+          dispatch(req, res);
+        } catch (err) {
+          failRequest(req, res, err);
         }
-        const protocol = rpcProtocolOf(req);
-        const fast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
-        if (fast?.(req, res, () => connectHandler(req, res))) {
-          // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
-          conformProtocolErrors(req, res, config.errorDomain);
-          return;
-        }
-        rest.handle(req, res).then(
-          (handled) => {
-            if (!handled) toConnect();
-          },
-          (err: unknown) => {
-            log.error({ err }, "REST door failed");
-            if (!res.headersSent) (res as import("node:http").ServerResponse).writeHead(500);
-            res.end();
-          },
-        );
       },
       {
         host: config.host,
@@ -269,4 +327,11 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     database.close();
     throw err;
   }
+}
+
+/** The path of a request target, without its query (which may carry a credential). */
+function pathOf(url: string | undefined): string {
+  const u = url ?? "";
+  const q = u.indexOf("?");
+  return q < 0 ? u : u.slice(0, q);
 }

@@ -7,15 +7,17 @@
  * unknown key, an undecodable protobuf message, a compressed body that does not decompress.
  * Those carry no details, and the last two can come out as INTERNAL ("parse binary: ...",
  * "decompression failed"), which blames the server for the client's bytes.
- * Spec §7 says every error starts with google.rpc.ErrorInfo, and reliability.md asks that
- * hostile bytes never produce INTERNAL. So, on the way out:
+ * The spec (§7) says every error starts with google.rpc.ErrorInfo, and hostile bytes must
+ * never be answered INTERNAL (the fault is the sender's). So, on the way out:
  *
  * - an error without details gains ErrorInfo {reason: the code name, domain: ours};
  * - INTERNAL whose message starts "parse binary:" becomes INVALID_ARGUMENT (only connect-node
  *   writes that message; our own INTERNAL errors always carry details and are left alone);
- * - "decompression failed" (a gzip or brotli body that does not decompress, which
- *   connect-node calls INTERNAL when the stream is cut short or its checksum is wrong) becomes
- *   INVALID_ARGUMENT with a message saying so.
+ *   so do connect-node's other INTERNAL answers to the client's own bytes: an envelope
+ *   flagged compressed with no encoding named ("received compressed envelope, but do not
+ *   know how to decompress"; gRPC's compression spec says INTERNAL, but the fault is the
+ *   sender's) and a compressed body that does not decompress ("decompression failed", for
+ *   zlib errors connect-node does not classify, e.g. a truncated gzip stream).
  *
  * Where each protocol keeps its status:
  * - gRPC: `grpc-status` in the trailers or in a trailers-only header block. Also rewrites
@@ -48,10 +50,11 @@ type WriteHead = (status: number, headers?: NodeHeaders) => unknown;
 const CONNECT_INVALID_ARGUMENT_STATUS = 400;
 
 /**
- * connect-node's words for a request body that does not decompress (compression.js). It calls
- * it INVALID_ARGUMENT for some zlib failures (bad header, bad data) but INTERNAL for others (a
- * stream cut short, a wrong checksum), all of them the client's bytes.
+ * connect-node's INTERNAL messages about bytes the client sent (module comment). It calls some
+ * zlib failures INVALID_ARGUMENT (bad header, bad data) and others INTERNAL (a stream cut
+ * short, a wrong checksum); all of them are the client's bytes.
  */
+const NO_DECOMPRESSOR = "received compressed envelope, but do not know how to decompress";
 const DECOMPRESSION_FAILED = "decompression failed";
 
 /** The status after our rules: parse and decompression failures are the client's fault. */
@@ -61,6 +64,9 @@ function conform(code: number, message: string): { code: number; message: string
   }
   if ((code === GrpcCode.Internal || code === GrpcCode.InvalidArgument) && message === DECOMPRESSION_FAILED) {
     return { code: GrpcCode.InvalidArgument, message: "Invalid argument: the request body does not decompress with its declared encoding" };
+  }
+  if (code === GrpcCode.Internal && message === NO_DECOMPRESSOR) {
+    return { code: GrpcCode.InvalidArgument, message: `Invalid argument: ${message}` };
   }
   return { code, message };
 }

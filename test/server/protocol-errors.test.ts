@@ -4,6 +4,7 @@
  * Raw requests, because no well-behaved client sends a corrupt message.
  */
 import http from "node:http";
+import { gzipSync } from "node:zlib";
 import { fromBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -93,5 +94,47 @@ describe("errors raised inside connect-node", () => {
     const info = fromBinary(ErrorInfoSchema, Buffer.from(body.details[0].value, "base64"));
     expect(info.reason).toBe("NOT_FOUND");
     expect(body.details.length).toBeGreaterThan(1); // ResourceInfo follows, as the service made it
+  });
+});
+
+describe("compressed bytes the server cannot read are the client's error", () => {
+  /** A gzip stream cut short: zlib's "unexpected end of file", which connect-node calls INTERNAL. */
+  const truncatedGzip = gzipSync(Buffer.from("{}")).subarray(0, 12);
+  /** An envelope with the compressed flag set. */
+  const flagged = (payload: Buffer) => {
+    const out = envelope(payload);
+    out[0] = 1;
+    return out;
+  };
+
+  it("gRPC: an envelope flagged compressed without grpc-encoding, and one that does not decompress, are INVALID_ARGUMENT with ErrorInfo", async () => {
+    for (const [body, headers] of [
+      [flagged(Buffer.alloc(0)), {}],
+      [flagged(truncatedGzip), { "grpc-encoding": "gzip" }],
+    ] as const) {
+      const trailers = await grpcCall(t.url, LIST, body, headers);
+      expect(trailers["grpc-status"]).toBe("3");
+      expect(errorInfoOfStatus(trailers).info).toMatchObject({ reason: "INVALID_ARGUMENT", domain: DEFAULT_ERROR_DOMAIN });
+    }
+  });
+
+  it("gRPC-web: an envelope flagged compressed without grpc-encoding, and one that does not decompress, are INVALID_ARGUMENT with ErrorInfo", async () => {
+    for (const [body, headers] of [
+      [flagged(Buffer.alloc(0)), {}],
+      [flagged(truncatedGzip), { "grpc-encoding": "gzip" }],
+    ] as const) {
+      const res = await post(LIST, { "content-type": "application/grpc-web+proto", ...headers }, body);
+      const trailers = grpcWebTrailers(res.body);
+      expect(trailers["grpc-status"]).toBe("3");
+      expect(errorInfoOfStatus(trailers).info).toMatchObject({ reason: "INVALID_ARGUMENT", domain: DEFAULT_ERROR_DOMAIN });
+    }
+  });
+
+  it("Connect: a body that does not decompress is INVALID_ARGUMENT (400) with ErrorInfo", async () => {
+    const res = await post(LIST, { "content-type": "application/json", "content-encoding": "gzip" }, truncatedGzip);
+    expect(res.status).toBe(400);
+    const body = JSON.parse(res.body.toString("utf8"));
+    expect(body.code).toBe("invalid_argument");
+    expect(fromBinary(ErrorInfoSchema, Buffer.from(body.details[0].value, "base64")).reason).toBe("INVALID_ARGUMENT");
   });
 });

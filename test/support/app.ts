@@ -25,10 +25,13 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** What a test may change besides config and limits (the clock stays the test app's own). */
+export type TestOverrides = Omit<AppOverrides, "now" | "limits">;
+
 export async function startTestApp(
   config: Partial<ServerConfig> = {},
   limits: Partial<Limits> = {},
-  overrides: Pick<AppOverrides, "onDatabase" | "fastUnary"> = {},
+  overrides: TestOverrides = {},
 ): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
   let offset = 0;
@@ -41,7 +44,7 @@ export async function startTestApp(
       logLevel: "silent",
       ...config,
     },
-    { now: () => Date.now() + offset, log: pino({ level: "silent" }), limits, ...overrides },
+    { log: pino({ level: "silent" }), ...overrides, now: () => Date.now() + offset, limits },
   );
   const token = await operatorToken(dataDir);
   setDefaultToken(app.url, token);

@@ -4,10 +4,13 @@
  * the container and the tests keep one definition.
  *
  * Prints exactly one line `listening on http://HOST:PORT` on stdout when ready; logs go to
- * stderr. SIGINT/SIGTERM stop gracefully and exit 0. Bad flags: exit 2.
+ * stderr. SIGINT/SIGTERM stop gracefully and exit 0. Bad flags: exit 2. An uncaught
+ * exception that leaves the server's state unknown stops it the same graceful way and exits
+ * 1; unhandled rejections and per-connection errors are logged and it keeps serving
+ * (src/server/process-guard.ts says which is which and why).
  */
 import type { Command } from "commander";
-import { usageError } from "../exit-codes.js";
+import { EXIT, ExitStatus, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
 import { collect } from "./common.js";
 
@@ -38,7 +41,7 @@ export function registerServe(program: Command, io: Io): void {
     .option("--config <file>", "trust configuration: identity providers, registry audience (docs/auth.md) [env TRELLIS_CONFIG]")
     .action(async (opts: ServeOptions) => {
       // Loaded on use: the server's modules would slow every client command's start.
-      const { parseServeConfig } = await import("../../server/config.js");
+      const { LIMITS, parseServeConfig } = await import("../../server/config.js");
       const { startApp } = await import("../../server/create-app.js");
       const { logStats } = await import("../../server/logger.js");
       let config: ReturnType<typeof parseServeConfig>;
@@ -47,18 +50,36 @@ export function registerServe(program: Command, io: Io): void {
       } catch (err) {
         throw usageError(`trellis serve: ${(err as Error).message}`);
       }
+      const { installProcessGuards } = await import("../../server/process-guard.js");
       const app = await startApp(config);
       // Whoever watches stdout may be gone or its disk full: a failed ready line must not stop
       // the server (an unhandled 'error' on process.stdout would), so it is only counted.
       process.stdout.on("error", () => {
         logStats.droppedLines++;
       });
-      io.out(`listening on ${app.url}\n`);
-      await new Promise<void>((resolve) => {
+      let fatal = false;
+      let removeGuards = () => {};
+      const stop = new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
+        removeGuards = installProcessGuards({
+          log: app.log,
+          onFatal: () => {
+            fatal = true;
+            resolve();
+          },
+        });
       });
+      io.out(`listening on ${app.url}\n`);
+      await stop;
+      if (fatal) {
+        // If the graceful stop itself hangs in the unknown state, leave anyway once the
+        // shutdown grace period (and a little more for closing the database) has passed.
+        setTimeout(() => process.exit(EXIT.failure), LIMITS.shutdownGraceMs + 5_000).unref();
+      }
       await app.close();
+      removeGuards();
+      if (fatal) throw new ExitStatus(EXIT.failure);
     });
 }
 

@@ -77,6 +77,8 @@ export function createFastConnectUnary(options: FastUnaryOptions) {
     const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "accept-encoding"), "accept-encoding");
     readBody(
       req,
+      res,
+      options.onFailure,
       (_chunks, length) => length > max,
       (body) => {
         if (declaredLength !== undefined && body.length !== declaredLength) return false;
@@ -86,7 +88,9 @@ export function createFastConnectUnary(options: FastUnaryOptions) {
         } catch {
           return false;
         }
-        void invoke(route, binary, input, context, res, compression.response, jsonOptions);
+        invoke(route, binary, input, context, res, compression.response, jsonOptions).catch((err: unknown) =>
+          options.onFailure(req, res, err),
+        );
         return true;
       },
       fallback,

@@ -68,10 +68,12 @@ export function createFastGrpcWebUnary(options: FastUnaryOptions) {
     const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "grpc-accept-encoding"), "grpc-accept-encoding");
     readEnvelopedMessage(
       req,
+      res,
+      options.onFailure,
       route,
       max,
       (input) => {
-        void invoke(route, input, context, res, compression.response);
+        invoke(route, input, context, res, compression.response).catch((err: unknown) => options.onFailure(req, res, err));
       },
       fallback,
     );

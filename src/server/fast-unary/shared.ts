@@ -34,6 +34,12 @@ export interface FastUnaryOptions {
   /** The same maxTimeoutMs (deadline ceiling) connect-node is given. */
   readonly maxTimeoutMs: number;
   readonly shutdownSignal: AbortSignal;
+  /**
+   * A request this door took failed outside the call pipeline (reading, answering): the
+   * dispatcher's handler, which logs it and answers INTERNAL or cuts the request off. The
+   * pipeline turns the implementation's own errors into answers; this is for the rest.
+   */
+  readonly onFailure: (req: NodeRequest, res: NodeResponse, err: unknown) => void;
 }
 
 /** connect-node's defaults, which create-app.ts does not override. */
@@ -102,6 +108,8 @@ export function serializeJson(route: Route, message: unknown): Uint8Array {
  */
 export function readBody(
   req: NodeRequest,
+  res: NodeResponse,
+  onFailure: FastUnaryOptions["onFailure"],
   tooBig: (chunks: Buffer[], length: number) => boolean,
   onBody: (body: Buffer) => boolean,
   fallback: () => void,
@@ -117,15 +125,25 @@ export function readBody(
     replayTo(req, chunks);
     fallback();
   };
+  // These run as stream listeners: a throw here would escape every caller and stop the
+  // process, so it becomes this request's failure instead.
   const onData = (chunk: Buffer) => {
-    chunks.push(chunk);
-    length += chunk.length;
-    if (tooBig(chunks, length)) giveUp();
+    try {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (tooBig(chunks, length)) giveUp();
+    } catch (err) {
+      onFailure(req, res, err);
+    }
   };
   const onEnd = () => {
     if (gaveUp) return;
-    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length);
-    if (!onBody(body)) giveUp();
+    try {
+      const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length);
+      if (!onBody(body)) giveUp();
+    } catch (err) {
+      onFailure(req, res, err);
+    }
   };
   req.on("data", onData);
   req.on("end", onEnd);
@@ -139,6 +157,8 @@ export function readBody(
  */
 export function readEnvelopedMessage(
   req: NodeRequest,
+  res: NodeResponse,
+  onFailure: FastUnaryOptions["onFailure"],
   route: Route,
   max: number,
   onMessage: (input: unknown) => void,
@@ -146,6 +166,8 @@ export function readEnvelopedMessage(
 ): void {
   readBody(
     req,
+    res,
+    onFailure,
     (chunks, length) => length >= 5 && firstEnvelopeLength(chunks) > max,
     (body) => {
       if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) return false;
@@ -225,7 +247,8 @@ export interface LeanContext extends HandlerContext {
  * A HandlerContext like connect's createHandlerContext builds, except that its AbortSignal is
  * only created if someone reads `signal` (no unary method of ours does): creating and then
  * aborting one on every call (a DOMException each time) was the largest single cost in the
- * profile. Returns undefined where connect-node would fail (no authority).
+ * profile. Returns undefined where connect-node would fail (no authority; the dispatcher
+ * refuses such requests, and malformed authorities, before any door runs: authority.ts).
  *
  * Deadline (`deadline`: parseDeadline's absolute time, or undefined): `timeoutMs()` returns
  * the milliseconds left, computed as connect's context does (a whole-millisecond deadline
@@ -312,8 +335,9 @@ const absoluteUrls = new Map<string, string>();
  * computes `context.url` (the auth hook reads it on every call), remembered per scheme,
  * authority and path: the fast paths only serve the few paths of the unary methods and a
  * client sends one authority, while parsing the URL cost ~5 µs a call (docs/performance.md).
- * Bounded, so a client sending ever new authorities only empties it; a value URL refuses
- * throws as before and is not remembered.
+ * Bounded, so a client sending ever new authorities only empties it. The authority was
+ * checked by the dispatcher (authority.ts), so `new URL` cannot throw here for the paths
+ * the fast doors serve.
  */
 function absoluteUrl(secure: boolean, authority: string, path: string): string {
   // A header value cannot hold a line feed, so the key is unambiguous.

@@ -1,0 +1,77 @@
+/**
+ * connect-node's door (gRPC, gRPC-web, Connect, health, reflection): its router and its own
+ * request/response conversions, driven by a few lines of ours instead of
+ * `connectNodeAdapter`, for one reason: what happens when something fails.
+ *
+ * `connectNodeAdapter` converts the request synchronously and lets a throw there escape to
+ * its caller (a missing authority is a ConnectError thrown, a malformed one a TypeError from
+ * `new URL`), and when writing the response fails it only prints to the console and leaves
+ * the response open, so the client waits until a timeout. Here a failure of either kind goes
+ * to `onFailure` (the dispatcher's: log it, answer INTERNAL or cut the request off), and the
+ * rest is what the adapter does: same router options, same path lookup (query string
+ * stripped), same 404 for an unknown path, same conversions.
+ */
+import type http from "node:http";
+import type http2 from "node:http2";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouterOptions } from "@connectrpc/connect";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+export interface ConnectDoorOptions extends ConnectRouterOptions {
+  readonly routes: (router: ConnectRouter) => void;
+  /** A request whose conversion or response writing failed (not a client hanging up). */
+  readonly onFailure: (req: Req, res: Res, err: unknown) => void;
+}
+
+export interface ConnectDoor {
+  /** Serves one request; throws nothing for any request. */
+  (req: Req, res: Res): void;
+  /** True for the paths the router serves ("/package.Service/Method"). */
+  serves(path: string): boolean;
+}
+
+export function createConnectDoor(options: ConnectDoorOptions): ConnectDoor {
+  // connect-node's default, which connectNodeAdapter would set.
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  options.routes(router);
+  const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  const { onFailure } = options;
+
+  const serve = (req: Req, res: Res): void => {
+    const url = req.url ?? "";
+    const q = url.indexOf("?");
+    const handler = paths.get(q < 0 ? url : url.slice(0, q));
+    if (!handler) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    let universal: ReturnType<typeof universalRequestFromNodeRequest>;
+    try {
+      universal = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    } catch (err) {
+      onFailure(req, res, err);
+      return;
+    }
+    handler(universal)
+      .then((answer) => universalResponseToNodeResponse(answer, res))
+      .catch((reason: unknown) => {
+        // Aborted is how connect-node reports that the client went away mid-response (a
+        // reset stream, a closed socket, a write after the end): nothing is left to answer.
+        if (ConnectError.from(reason).code === Code.Aborted) {
+          if (!res.writableEnded) res.destroy();
+          return;
+        }
+        onFailure(req, res, reason);
+      });
+  };
+  return Object.assign(serve, { serves: (path: string) => paths.has(path) });
+}

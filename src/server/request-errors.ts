@@ -1,0 +1,113 @@
+/**
+ * Errors the dispatcher itself answers, outside the doors and the call pipeline: a request
+ * whose authority is refused before any door runs, and a request whose door failed in a way
+ * nothing below caught (a throw while routing, building the context or writing the answer).
+ *
+ * Each is answered in the request's own protocol, as its door would have answered it, with
+ * the error made and converted the usual way (src/errors/: ErrorInfo first):
+ * - gRPC: a trailers-only response (`grpc-status`, `grpc-message`, `grpc-status-details-bin`);
+ * - gRPC-web: 200 with the trailer frame as the body;
+ * - Connect: the JSON error body with connect's HTTP status for the code;
+ * - REST and the plain GET documents: the google.rpc.Status JSON body with the REST status.
+ *
+ * When the response has already started, its bytes cannot be taken back: the request alone
+ * is cut off (HTTP/2: its stream is reset with INTERNAL_ERROR; HTTP/1.1: its connection is
+ * closed), so the client sees a broken response instead of a wrong one, and every other
+ * request keeps going.
+ */
+import type http from "node:http";
+import http2 from "node:http2";
+import type { ConnectError } from "@connectrpc/connect";
+import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { ApiError, GrpcCode } from "../errors/api-error.js";
+import { toStatusJson } from "../errors/status-json.js";
+import { httpStatusFromCode } from "../transcode/http-status.js";
+import { encodeGrpcMessage, rpcProtocolOf } from "./protocol-errors.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** How a request expects its errors: one of connect-node's protocols, or REST's JSON. */
+export type ErrorDialect = "grpc" | "grpc-web" | "connect" | "rest";
+
+/**
+ * The dialect of a request: gRPC and gRPC-web by content type (as the dispatcher routes
+ * them), REST for the paths the REST door or the plain GET documents serve (`isRestPath`),
+ * Connect for everything else (connect-node's paths).
+ */
+export function errorDialectOf(req: Req, isRestPath: (path: string) => boolean): ErrorDialect {
+  const protocol = rpcProtocolOf(req);
+  if (protocol !== "connect") return protocol;
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  return isRestPath(q < 0 ? url : url.slice(0, q)) ? "rest" : "connect";
+}
+
+/** INVALID_ARGUMENT for a request without a usable authority (src/server/authority.ts). */
+export function invalidAuthority(present: boolean): ApiError {
+  return new ApiError(
+    GrpcCode.InvalidArgument,
+    present
+      ? "Invalid argument: the Host header (HTTP/2 :authority) is not a valid host[:port]"
+      : "Invalid argument: the request names no host (Host header or HTTP/2 :authority)",
+    { reason: "INVALID_AUTHORITY" },
+  );
+}
+
+/**
+ * Writes `error` as the whole response, natively for `dialect`. The response must not have
+ * started. Headers set on it before are dropped, except the CORS ones (every answer to an
+ * allowed origin carries them): they belong to the answer that failed, and one of them may
+ * be why it failed (Node keeps a header it refused to send, and would refuse it again).
+ */
+export function writeError(res: Res, dialect: ErrorDialect, error: ConnectError): void {
+  const out = res as http.ServerResponse;
+  for (const name of out.getHeaderNames()) {
+    if (!name.startsWith("access-control-") && name !== "vary") out.removeHeader(name);
+  }
+  // HTTP/1.1: a writeHead that threw half-way may already have switched the response to
+  // chunked framing (a `transfer-encoding` header before the refused one). Node decides the
+  // framing afresh from the headers written next; without this reset the body below would be
+  // chunk-framed under a content-length header.
+  if ("chunkedEncoding" in out) out.chunkedEncoding = false;
+  if (dialect === "grpc") {
+    const trailer = setTrailerStatus(new Headers(), error);
+    const headers: Record<string, string> = { "content-type": "application/grpc+proto" };
+    trailer.forEach((value, key) => {
+      headers[key] = value;
+    });
+    // The spec's percent-encoding, as protocol-errors.ts writes it for connect-node's answers.
+    headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
+    out.writeHead(200, headers);
+    out.end();
+    return;
+  }
+  if (dialect === "grpc-web") {
+    const trailer = setTrailerStatus(new Headers(), error);
+    trailer.set("grpc-message", encodeGrpcMessage(error.rawMessage));
+    const body = encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+    out.writeHead(200, { "content-type": "application/grpc-web+proto", "content-length": String(body.byteLength) });
+    out.end(body);
+    return;
+  }
+  const [status, body] =
+    dialect === "connect"
+      ? [codeToHttpStatus(error.code), errorToJsonBytes(error, {})]
+      : [httpStatusFromCode(error.code), Buffer.from(JSON.stringify(toStatusJson(error)))];
+  const headers: Record<string, string> = { "content-type": "application/json", "content-length": String(body.byteLength) };
+  if (dialect === "rest" && error.code === GrpcCode.Unauthenticated) headers["www-authenticate"] = "Bearer";
+  out.writeHead(status, headers);
+  out.end(body);
+}
+
+/** Cuts off one request whose response has started: its h2 stream, or its HTTP/1.1 connection. */
+export function abandonResponse(req: Req, res: Res): void {
+  if ("stream" in req) {
+    if (!req.stream.destroyed) req.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  (res as http.ServerResponse).destroy();
+}
