@@ -17,10 +17,16 @@ import { rest } from "../support/rest.js";
 import { BIN } from "../support/serve.js";
 import { closeGrpcClients, rpcTransports } from "../support/transports.js";
 
-/** A port free a moment ago: the server cannot print its URL on a stdout that fails. */
+/**
+ * The server cannot print its URL on a stdout that fails, so it gets a port that was free a
+ * moment ago, on a loopback address of its own: the other tests of the suite listen on
+ * 127.0.0.1 (and 127.0.0.2), so none of them can take that port in between, and nothing else
+ * answers there.
+ */
+const HOST = "127.0.0.77";
 async function freePort(): Promise<number> {
   const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
   const { port } = server.address() as net.AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
@@ -35,13 +41,32 @@ async function accepting(port: number, exited: Promise<unknown>): Promise<void> 
   for (;;) {
     if (gone) throw new Error("the server exited before it listened");
     const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, "127.0.0.1", () => {
+      const socket = net.connect(port, HOST, () => {
         socket.destroy();
         resolve(true);
       });
       socket.once("error", () => resolve(false));
     });
     if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * The server saves its issuer settings (what an operator token is minted with) just after it
+ * starts listening; poll for them (every 50 ms) rather than assume they are there.
+ */
+async function tokenOnceIssuerIsSaved(dataDir: string, exited: Promise<unknown>): Promise<string> {
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  for (;;) {
+    try {
+      return await operatorToken(dataDir);
+    } catch (err) {
+      if (gone) throw err;
+    }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -58,7 +83,7 @@ describe.skipIf(!fs.existsSync("/dev/full"))("logs on a full disk", () => {
   it("a server whose stdout and stderr fail every write (ENOSPC) keeps answering on every door and stops cleanly", async () => {
     const full = fs.openSync("/dev/full", "w");
     const port = await freePort();
-    const child = spawn(process.execPath, [BIN, "serve", "--addr", `127.0.0.1:${port}`, "--data", dataDir], {
+    const child = spawn(process.execPath, [BIN, "serve", "--addr", `${HOST}:${port}`, "--data", dataDir], {
       // debug: a line for every call, so every request below tries to log.
       env: { ...process.env, TRELLIS_LOG_LEVEL: "debug" },
       stdio: ["ignore", full, full],
@@ -70,8 +95,8 @@ describe.skipIf(!fs.existsSync("/dev/full"))("logs on a full disk", () => {
     );
     try {
       await accepting(port, exited);
-      const url = `http://127.0.0.1:${port}`;
-      const token = await operatorToken(dataDir);
+      const url = `http://${HOST}:${port}`;
+      const token = await tokenOnceIssuerIsSaved(dataDir, exited);
       // Many failing log writes, then requests again: nothing hangs, nothing dies.
       for (let round = 0; round < 3; round++) {
         for (const transport of rpcTransports) {
