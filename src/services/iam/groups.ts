@@ -47,6 +47,8 @@ const GROUP_ORDERS: Readonly<Record<string, GroupOrder>> = {
 };
 
 const MUTABLE = ["name", "description", "verified", "kind"] as const;
+/** A folder inherits its organization's kind, so `*` on a folder leaves kind out. */
+const FOLDER_WILDCARD = MUTABLE.filter((f) => f !== "kind");
 
 export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<typeof GroupsService>> {
   const repo = ctx.store.groups;
@@ -89,7 +91,11 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       const group = req.group;
       if (!group) throw invalidField("group", "is required");
       requireValid(checkUidp("uid", group.uid));
-      const paths = resolveUpdatePaths(GroupSchema, group, req.updateMask, { mutable: MUTABLE });
+      const isFolder = parentOf(group.uid) !== null;
+      const paths = resolveUpdatePaths(GroupSchema, group, req.updateMask, {
+        mutable: MUTABLE,
+        wildcard: isFolder ? FOLDER_WILDCARD : MUTABLE,
+      });
       const changes: { -readonly [K in keyof GroupChanges]: GroupChanges[K] } = {};
       const violations: (FieldViolation | undefined)[] = [];
       for (const path of paths) {
@@ -106,7 +112,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
             changes.verified = group.verified;
             break;
           case "kind":
-            if (parentOf(group.uid) !== null) {
+            if (isFolder) {
               violations.push({ field: "kind", description: "only an organization sets kind; folders inherit it" });
             }
             changes.kind = group.kind;
