@@ -13,7 +13,10 @@ import {
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { createUserIdentity, identityToken } from "../support/auth.js";
 import { callDoors } from "../support/call-method.js";
+import { rest } from "../support/rest.js";
+import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { expectRejectedAndUnchanged } from "../support/db.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
@@ -379,6 +382,22 @@ describe.each(callDoors)("UpdateGroup with update_mask * over $name", (door) => 
     const orgOut = await door.call(t.url, t.token, update, { group: { uid: org.body.uid as string, name: "acme2" }, updateMask: { paths: ["*"] } });
     expect(orgOut).toMatchObject({ ok: true, body: { name: "acme2" } });
     expect(orgOut.ok && (orgOut.body.kind ?? "ORG_KIND_UNSPECIFIED")).toBe("ORG_KIND_UNSPECIFIED");
+  });
+
+  it("leaves verified as stored when a customer's * does not send it; naming it is still operator-only", async () => {
+    const org = await door.call(t.url, t.token, GroupsService.method.createGroup, { group: { name: "verified-org", verified: true } });
+    if (!org.ok) throw new Error(JSON.stringify(org));
+    const uid = org.body.uid as string;
+    const owner = await createUserIdentity(t.dataDir, `owner-${door.name}`);
+    const bound = await rest(t.url, "POST", `/iam/v2beta1/roleBindings/${uid}`, { identityUid: owner, roleUid: builtInRoleUid("owner") });
+    expect(bound.status).toBe(200);
+    const token = await identityToken(t.app, owner);
+
+    const out = await door.call(t.url, token, update, { group: { uid, name: "renamed-org" }, updateMask: { paths: ["*"] } });
+    expect(out).toMatchObject({ ok: true, body: { name: "renamed-org", verified: true } });
+
+    const named = await door.call(t.url, token, update, { group: { uid, name: "x-org" }, updateMask: { paths: ["*", "verified"] } });
+    expect(named).toMatchObject({ ok: false, code: Code.PermissionDenied });
   });
 
   it("still refuses kind named explicitly on a folder, writing nothing", async () => {

@@ -47,8 +47,16 @@ const GROUP_ORDERS: Readonly<Record<string, GroupOrder>> = {
 };
 
 const MUTABLE = ["name", "description", "verified", "kind"] as const;
-/** A folder inherits its organization's kind, so `*` on a folder leaves kind out. */
-const FOLDER_WILDCARD = MUTABLE.filter((f) => f !== "kind");
+
+/**
+ * What `update_mask: "*"` replaces on this group for this caller: a folder inherits its
+ * organization's kind, so its `*` leaves kind out; only the operator sets `verified`, so a
+ * customer's `*` leaves it as stored (as the v1 PUT does) instead of failing on a field the
+ * caller never sent. Either field named explicitly still goes through its own check.
+ */
+function wildcardFor(isFolder: boolean, operator: boolean): readonly string[] {
+  return MUTABLE.filter((f) => !(f === "kind" && isFolder) && !(f === "verified" && !operator));
+}
 
 export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<typeof GroupsService>> {
   const repo = ctx.store.groups;
@@ -94,7 +102,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       const isFolder = parentOf(group.uid) !== null;
       const paths = resolveUpdatePaths(GroupSchema, group, req.updateMask, {
         mutable: MUTABLE,
-        wildcard: isFolder ? FOLDER_WILDCARD : MUTABLE,
+        wildcard: wildcardFor(isFolder, isOperator(context)),
       });
       const changes: { -readonly [K in keyof GroupChanges]: GroupChanges[K] } = {};
       const violations: (FieldViolation | undefined)[] = [];
