@@ -138,6 +138,24 @@ describe("the registered surface", () => {
     expect(JSON.parse(stdout).name).toBe("via reflection");
   });
 
+  it("resolves a method returning another package's message through reflection (v1 GetSbom → tenant.Sbom2)", async () => {
+    // buf needs the tenant file from reflection to build the call; the answer is the
+    // method's own UNIMPLEMENTED, so the whole descriptor chain was served.
+    const err = (await run(BUF, [
+      "curl",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-H",
+      `Authorization: Bearer ${t.token}`,
+      "-d",
+      JSON.stringify({ repoId: NOBODY, digest: DIGEST }),
+      `${t.url}/chainguard.platform.registry.Registry/GetSbom`,
+    ]).catch((e: unknown) => e)) as { stderr?: string };
+    expect(err.stderr).toContain('"code": "unimplemented"');
+    expect(err.stderr).toContain("needs the image's SBOM");
+  });
+
   it("reports SERVING on grpc.health.v1.Health", async () => {
     const health = createClient(Health, rpcTransports[0]!.create(t.url));
     expect((await health.check({ service: "" })).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
