@@ -107,6 +107,10 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
         if (BUILT_IN_ROLE_UIDS.has(readPath(request, [plan.uid]))) return;
         requireAt([plan.uid], plan.capabilities);
         return;
+      case "anywhere":
+        // The request names no group; holding the capabilities at any one is enough.
+        if (visibleGroups(grants, plan.capabilities).length === 0) throw denied(method, plan.capabilities, "any group");
+        return;
     }
   };
 }

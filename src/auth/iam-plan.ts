@@ -10,13 +10,18 @@
  *   request. The path is the top-level field marked iam_scope; when that field is a message
  *   (UpdateGroupRequest.group), the marked field inside it (Group.uid). A marked field inside
  *   an UNmarked message field (CreateIdentityRequest.identity.uid) is not the scope.
- * - `list`: unscoped List: the caller sees only groups where it holds the capabilities; a
- *   group the request's UIDPFilter names (`descendants_of`, `children_of`) must be one of
- *   them (authorize.ts), as a scoped Get on it would require.
+ * - `list`: unscoped List, or any unscoped method that reads a set narrowed by a top-level
+ *   UIDPFilter (the v1 GetBuildStatus sums over one): the caller sees only groups where it
+ *   holds the capabilities; a group the request's UIDPFilter names (`descendants_of`,
+ *   `children_of`) must be one of them (authorize.ts), as a scoped Get on it would require.
  * - `create`: unscoped method with a `parent` field (CreateGroup, v1 Create): an empty parent
  *   creates an organization, open to any signed-in caller; otherwise `scoped` on parent.
  * - `getRole`: GetRole is unscoped so built-in (root) roles are readable by everyone; a
  *   custom role is checked like a scoped method on its uid.
+ * - `anywhere`: an unscoped method with capabilities whose request names no group at all
+ *   (the v1 GetPackageVersionMetadata reads data about public packages, not about a
+ *   tenant): the caller must hold the capabilities at some group, any one. Holding them
+ *   nowhere is PERMISSION_DENIED, so a signed-in stranger with no binding gets nothing.
  * - `operatorOnly`: no IAM option, or a shape none of the above covers. Fails closed.
  */
 import { type DescField, type DescMessage, type DescMethod, type DescService, getOption, hasOption } from "@bufbuild/protobuf";
@@ -34,6 +39,7 @@ export type MethodPlan =
     }
   | { readonly kind: "create"; readonly capabilities: readonly number[]; readonly parent: DescField }
   | { readonly kind: "getRole"; readonly capabilities: readonly number[]; readonly uid: DescField }
+  | { readonly kind: "anywhere"; readonly capabilities: readonly number[] }
   | { readonly kind: "operatorOnly"; readonly why: string };
 
 export type MethodPlans = ReadonlyMap<DescMethod, MethodPlan>;
@@ -63,9 +69,13 @@ const UIDP_FILTER = "chainguard.platform.common.UIDPFilter";
 /** The UIDPFilter fields that name a subtree to list from. */
 const NAMED_SCOPE_FIELDS = ["descendants_of", "children_of"];
 
+function uidpFilterField(input: DescMessage): DescField | undefined {
+  return input.fields.find((f) => f.fieldKind === "message" && f.message.typeName === UIDP_FILTER);
+}
+
 /** In a List request, the paths to the uids its top-level UIDPFilter names, if it has one. */
 function namedScopePaths(input: DescMessage): DescField[][] {
-  const filter = input.fields.find((f) => f.fieldKind === "message" && f.message.typeName === UIDP_FILTER);
+  const filter = uidpFilterField(input);
   if (!filter || filter.fieldKind !== "message") return [];
   return NAMED_SCOPE_FIELDS.flatMap((name) => {
     const f = stringField(filter.message, name);
@@ -85,12 +95,19 @@ export function planFor(method: DescMethod): MethodPlan {
     return { kind: "scoped", capabilities, scopePath };
   }
   if (capabilities.length === 0) return { kind: "authenticated" };
-  if (method.name.startsWith("List")) return { kind: "list", capabilities, namedScopes: namedScopePaths(method.input) };
+  if (method.name.startsWith("List") || uidpFilterField(method.input)) {
+    return { kind: "list", capabilities, namedScopes: namedScopePaths(method.input) };
+  }
   const parent = stringField(method.input, "parent");
   if (parent) return { kind: "create", capabilities, parent };
   const uid = stringField(method.input, "uid");
   if (method.name === "GetRole" && uid) return { kind: "getRole", capabilities, uid };
-  return { kind: "operatorOnly", why: "an unscoped IAM rule this server has no plan for" };
+  if (uid || method.input.fields.some(isScopeField)) {
+    // A request that names a resource but is not one of the shapes above: refusing is the
+    // only safe answer until someone decides how it is checked.
+    return { kind: "operatorOnly", why: "an unscoped IAM rule this server has no plan for" };
+  }
+  return { kind: "anywhere", capabilities };
 }
 
 /** Plans for every method of the given services. */

@@ -159,10 +159,21 @@ export function unauthenticated(reason: string, description: string): ApiError {
   return new ApiError(GrpcCode.Unauthenticated, `Unauthenticated: ${description}`, { reason });
 }
 
-/** UNIMPLEMENTED for a method a later release implements. */
-export function unimplemented(method: string): ApiError {
-  return new ApiError(GrpcCode.Unimplemented, `Unimplemented: ${method} is not implemented by this server yet`, {
-    metadata: { method },
+/**
+ * UNIMPLEMENTED for `method` ("package.Service/Method"). Without `needs`: a method a later
+ * release implements. With `needs`: one this server can never answer because the answer is
+ * made of something it does not hold; `needs` says what (a noun phrase, e.g. "the image's
+ * SBOM"), so the caller learns why and where to look instead, and it is also put in the
+ * ErrorInfo metadata for programs.
+ */
+export function unimplemented(method: string, needs?: string): ApiError {
+  if (needs === undefined) {
+    return new ApiError(GrpcCode.Unimplemented, `Unimplemented: ${method} is not implemented by this server yet`, {
+      metadata: { method },
+    });
+  }
+  return new ApiError(GrpcCode.Unimplemented, `Unimplemented: ${method} needs ${needs}, which this server does not hold`, {
+    metadata: { method, needs },
   });
 }
 

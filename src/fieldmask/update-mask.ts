@@ -2,7 +2,8 @@
  * Which fields an Update changes (spec §4 rules 5 and 6, AIP-134).
  *
  * - An explicit mask (update_mask with at least one path): exactly those fields; `*` means
- *   every mutable field (full replacement with the values given). Paths may be snake_case
+ *   every field this resource lets an update change (`MaskRules.wildcard`, by default every
+ *   mutable field): full replacement with the values given. Paths may be snake_case
  *   or lowerCamelCase. A path naming an OUTPUT_ONLY or IMMUTABLE field, or no field at all,
  *   is INVALID_ARGUMENT with a BadRequest violation on `update_mask`. Duplicates are fine.
  * - No mask: the fields the caller set. Over gRPC/Connect that means fields with a
@@ -23,6 +24,19 @@ import { invalidField } from "../errors/api-error.js";
 export interface MaskRules {
   /** Top-level proto field names (snake_case) an update may change. */
   readonly mutable: readonly string[];
+  /**
+   * What `*` stands for on THIS resource, when it is less than `mutable`: a field only some
+   * resources of the type may set (a folder has no `kind` of its own) must not be dragged in
+   * by `*`, or "replace everything with what I sent" fails on a field the caller never
+   * mentioned. Naming such a field explicitly still reaches the service's own check, with its
+   * own message. Defaults to `mutable`.
+   */
+  readonly wildcard?: readonly string[];
+}
+
+/** The fields `*` stands for. */
+function wildcardFields(rules: MaskRules): readonly string[] {
+  return rules.wildcard ?? rules.mutable;
 }
 
 /**
@@ -46,7 +60,7 @@ export function resolveUpdatePaths(
   for (const raw of mask.paths) {
     const path = raw.trim();
     if (path === "*") {
-      for (const name of rules.mutable) chosen.add(name);
+      for (const name of wildcardFields(rules)) chosen.add(name);
       continue;
     }
     chosen.add(maskedField(schema, path, mutable, path).name);
@@ -68,7 +82,8 @@ export interface NestedMaskRules extends MaskRules {
  *
  * - An explicit mask may name a top-level field (the whole value, message or not) or
  *   `<field>.<sub>` for a field in `rules.nested` (either part snake_case or lowerCamelCase).
- *   `*` means every top-level mutable field. A top-level path subsumes its own sub-paths.
+ *   `*` means every top-level field of `wildcardFields(rules)`. A top-level path subsumes
+ *   its own sub-paths.
  *   OUTPUT_ONLY, unlisted, unknown or deeper paths are INVALID_ARGUMENT on `update_mask`.
  * - No mask: every set top-level field, except that a field in `rules.nested` contributes
  *   `<field>.<sub>` for each listed sub-field set to a non-default value, never itself, so a
@@ -107,7 +122,7 @@ export function resolveNestedUpdatePaths(
     for (const raw of mask.paths) {
       const path = raw.trim();
       if (path === "*") {
-        for (const name of rules.mutable) whole.add(name);
+        for (const name of wildcardFields(rules)) whole.add(name);
         continue;
       }
       const [head = "", sub, ...deeper] = path.split(".");

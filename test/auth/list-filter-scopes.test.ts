@@ -11,7 +11,9 @@
  * - carol names A, the group above her binding: 403, as GetGroup(A) is for her;
  * - dave names A: 403;
  * - alice names A and A1 (rights at the group or an ancestor), carol names A1 and A2, the
- *   operator names B: served.
+ *   operator names B: served, or UNIMPLEMENTED for a method Trellis cannot answer (the v1
+ *   ListEolTags, ListBuildReports, GetBuildStatus): that answer is made by the method after
+ *   authorization let the call through, so it proves the same thing as a served call.
  */
 import { type DescMethod, type DescService, getOption } from "@bufbuild/protobuf";
 import { ConnectError, createClient } from "@connectrpc/connect";
@@ -124,9 +126,12 @@ function restPath(method: DescMethod): string {
 const restCall: Call = async (method, filter, field, named, token) => {
   const r = await rest(t.url, "GET", `${restPath(method)}?${filter}.${field}=${named}`, undefined, { authorization: `Bearer ${token}` });
   if (r.status === 200) return { code: 0 };
-  expect(r.status, JSON.stringify(r.body)).toBe(403);
+  expect([403, 501], JSON.stringify(r.body)).toContain(r.status);
   return { code: r.body.code, reason: r.body.details?.[0]?.reason };
 };
+
+/** What a method that cannot be served answers once authorization has let the call through. */
+const PAST_AUTHORIZATION: Outcome = { code: 12, reason: "UNIMPLEMENTED" };
 
 const DOORS: { name: string; call: Call }[] = [
   ...rpcTransports.map((tr) => ({ name: tr.name, call: rpcCall(tr) })),
@@ -162,7 +167,7 @@ describe("Lists narrowed to a group the caller cannot see", () => {
           [tree.A2, tokens.carol, "carol → A2"],
           [tree.B, t.token, "operator → B"],
         ] as const) {
-          expect(await call(named, token), `${where}: ${who}`).toEqual({ code: 0 });
+          expect([{ code: 0 }, PAST_AUTHORIZATION], `${where}: ${who}`).toContainEqual(await call(named, token));
         }
       }
     });

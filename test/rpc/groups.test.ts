@@ -13,6 +13,10 @@ import {
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { createUserIdentity, identityToken } from "../support/auth.js";
+import { callDoors } from "../support/call-method.js";
+import { rest } from "../support/rest.js";
+import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { expectRejectedAndUnchanged } from "../support/db.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
@@ -336,5 +340,78 @@ describe.each(rpcTransports)("ListGroups over $name", (transport) => {
     } finally {
       t.advanceClock(-(THREE_DAYS + 1000));
     }
+  });
+});
+
+/**
+ * `update_mask: "*"` means "every field this group lets an update change". A folder has no
+ * kind of its own (it inherits the organization's), so `*` on a folder leaves kind alone
+ * instead of failing on a field the caller never sent; naming kind explicitly on a folder is
+ * still refused. On every door, REST included (`PATCH …?updateMask=*`).
+ */
+describe.each(callDoors)("UpdateGroup with update_mask * over $name", (door) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(async () => {
+    closeGrpcClients();
+    await t.close();
+  });
+  const update = GroupsService.method.updateGroup;
+  const get = GroupsService.method.getGroup;
+
+  it("replaces a folder's mutable fields and leaves its inherited kind alone", async () => {
+    const org = await door.call(t.url, t.token, GroupsService.method.createGroup, { group: { name: "acme", kind: OrgKind.CUSTOMER } });
+    if (!org.ok) throw new Error(JSON.stringify(org));
+    const folder = await door.call(t.url, t.token, GroupsService.method.createGroup, {
+      parent: org.body.uid as string,
+      group: { name: "team-a", description: "before" },
+    });
+    if (!folder.ok) throw new Error(JSON.stringify(folder));
+    const uid = folder.body.uid as string;
+
+    const out = await door.call(t.url, t.token, update, { group: { uid, name: "team-b" }, updateMask: { paths: ["*"] } });
+    expect(out).toMatchObject({ ok: true, body: { uid, name: "team-b" } });
+    // Full replacement: the description not sent is cleared.
+    // (REST writes default values out; the RPC doors' JSON here leaves them out.)
+    expect(out.ok && (out.body.description ?? "")).toBe("");
+    expect(await door.call(t.url, t.token, get, { uid })).toEqual(out);
+
+    // `*` on the organization still covers kind (replaced by the value sent: unspecified).
+    const orgOut = await door.call(t.url, t.token, update, { group: { uid: org.body.uid as string, name: "acme2" }, updateMask: { paths: ["*"] } });
+    expect(orgOut).toMatchObject({ ok: true, body: { name: "acme2" } });
+    expect(orgOut.ok && (orgOut.body.kind ?? "ORG_KIND_UNSPECIFIED")).toBe("ORG_KIND_UNSPECIFIED");
+  });
+
+  it("leaves verified as stored when a customer's * does not send it; naming it is still operator-only", async () => {
+    const org = await door.call(t.url, t.token, GroupsService.method.createGroup, { group: { name: "verified-org", verified: true } });
+    if (!org.ok) throw new Error(JSON.stringify(org));
+    const uid = org.body.uid as string;
+    const owner = await createUserIdentity(t.dataDir, `owner-${door.name}`);
+    const bound = await rest(t.url, "POST", `/iam/v2beta1/roleBindings/${uid}`, { identityUid: owner, roleUid: builtInRoleUid("owner") });
+    expect(bound.status).toBe(200);
+    const token = await identityToken(t.app, owner);
+
+    const out = await door.call(t.url, token, update, { group: { uid, name: "renamed-org" }, updateMask: { paths: ["*"] } });
+    expect(out).toMatchObject({ ok: true, body: { name: "renamed-org", verified: true } });
+
+    const named = await door.call(t.url, token, update, { group: { uid, name: "x-org" }, updateMask: { paths: ["*", "verified"] } });
+    expect(named).toMatchObject({ ok: false, code: Code.PermissionDenied });
+  });
+
+  it("still refuses kind named explicitly on a folder, writing nothing", async () => {
+    const org = await door.call(t.url, t.token, GroupsService.method.createGroup, { group: { name: "kinded" } });
+    if (!org.ok) throw new Error(JSON.stringify(org));
+    const folder = await door.call(t.url, t.token, GroupsService.method.createGroup, { parent: org.body.uid as string, group: { name: "sub" } });
+    if (!folder.ok) throw new Error(JSON.stringify(folder));
+    const uid = folder.body.uid as string;
+    const out = await expectRejectedAndUnchanged(t.dbFile, async () => {
+      const r = await door.call(t.url, t.token, update, { group: { uid, kind: OrgKind.CUSTOMER }, updateMask: { paths: ["kind"] } });
+      if (r.ok) return r;
+      throw r;
+    });
+    expect(out).toMatchObject({ ok: false, code: Code.InvalidArgument, reason: "INVALID_ARGUMENT" });
+    expect((out as { message: string }).message).toContain("only an organization sets kind");
   });
 });

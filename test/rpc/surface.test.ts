@@ -1,33 +1,93 @@
 /**
- * The whole published surface is registered: reflection lists every service (checked with the
- * real buf CLI), health answers, and every method without an implementation yet answers
- * UNIMPLEMENTED with ErrorInfo on every RPC protocol — nothing pretends to work.
+ * The whole published surface is registered and reachable.
+ *
+ * The list of services and methods is read from the generated descriptors of proto/ (every
+ * `gen/chainguard/**\/*_pb.ts`), not from the server's own route list and not written here,
+ * so a method added to a proto is walked without editing this file, and a service declared
+ * in a proto but not registered fails the first test.
+ *
+ * - Reflection lists every declared service (checked with the real buf CLI), health answers.
+ * - Every method of every declared service, on every door (gRPC, Connect JSON, Connect proto
+ *   over h2, gRPC-web and REST laid out by the method's own google.api.http rule), answers
+ *   with a real status: OK, or an error carrying ErrorInfo. Never a bare 404 (a method the
+ *   RPC doors do not know, or a REST path no route takes) or a 405 (a path whose template
+ *   lacks the verb): the REST answer must not be a routing miss, an UNIMPLEMENTED answer must
+ *   name the very method called (so it came from the call pipeline, not from the protocol
+ *   layer), and all five doors must give the same code and reason for the same request.
+ * - The methods Trellis cannot answer (image content) say what they would need, and only
+ *   after authentication and authorization, like any method.
  */
 import { execFile } from "node:child_process";
+import { readdirSync } from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import type { DescMethodUnary } from "@bufbuild/protobuf";
+import { type DescField, type DescMethodUnary, type DescService, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import type { ServiceContext } from "../../src/services/context.js";
 import { apiServices } from "../../src/server/routes.js";
+import type { ServiceContext } from "../../src/services/context.js";
+import { IMAGE_CONTENT_NEEDS } from "../../src/services/legacy/registry-v1-image-content.js";
+import { createRouteTable } from "../../src/transcode/route-table.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { createUserIdentity, identityToken } from "../support/auth.js";
+import { type CallOutcome, callDoors } from "../support/call-method.js";
+import { rest } from "../support/rest.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
 const run = promisify(execFile);
 const BUF = path.resolve("node_modules/.bin/buf");
 
-// The service list does not depend on the context; a stub is enough to enumerate it.
-// The token exchange is built outside the service context (create-app passes it in), so
-// its presence is marked here the same way.
+/** Every service declared under proto/chainguard, from its generated file descriptor. */
+async function declaredServices(): Promise<DescService[]> {
+  const root = path.resolve("gen/chainguard");
+  const files = (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith("_pb.ts")).sort();
+  const services: DescService[] = [];
+  for (const file of files) {
+    const mod = (await import(pathToFileURL(path.join(root, file)).href)) as Record<string, unknown>;
+    for (const value of Object.values(mod)) {
+      const desc = value as { kind?: string; services?: DescService[] } | undefined;
+      if (desc?.kind === "file") services.push(...(desc.services ?? []));
+    }
+  }
+  return services;
+}
+
+const DECLARED = await declaredServices();
+const METHODS = DECLARED.flatMap((s) => s.methods.filter((m) => m.methodKind === "unary") as DescMethodUnary[]);
+const fullName = (m: DescMethodUnary) => `${m.parent.typeName}/${m.name}`;
+
+// The registered list does not depend on the context; a stub is enough to enumerate it. The
+// token exchange is built outside the service context (create-app passes it in).
 const entries = apiServices({ store: {} } as unknown as ServiceContext, { securityTokenService: { exchange: async () => ({}) } });
-const unimplemented = entries.flatMap(({ service, impl }) =>
-  service.methods
-    .filter((m) => m.methodKind === "unary" && !(m.localName in impl))
-    .map((m) => m as DescMethodUnary),
+const notBuilt = entries.flatMap(({ service, impl }) =>
+  service.methods.filter((m) => m.methodKind === "unary" && !(m.localName in impl)).map((m) => m as DescMethodUnary),
 );
+
+/**
+ * A request that a REST client can lay out by the method's HTTP rule: every path variable
+ * holds a well-formed value (a digest for `digest`, a package name for `package`, otherwise a
+ * valid UIDP naming nothing, so no call finds or changes a row), everything else is unset.
+ */
+const NOBODY = `${"0".repeat(40)}/0123456789abcdef`;
+const DIGEST = `sha256:${"ab".repeat(32)}`;
+const routeTable = createRouteTable(DECLARED);
+function requestFor(method: DescMethodUnary) {
+  const route = routeTable.routes.find((r) => r.method === method);
+  const json: JsonObject = {};
+  for (const chain of route?.variableFields ?? []) {
+    let at = json;
+    chain.slice(0, -1).forEach((f: DescField) => {
+      at = (at[f.jsonName] ??= {}) as JsonObject;
+    });
+    const leaf = chain[chain.length - 1] as DescField;
+    at[leaf.jsonName] = leaf.name.includes("digest") ? DIGEST : leaf.name === "package" ? "openssl" : NOBODY;
+  }
+  return fromJson(method.input, json);
+}
 
 let t: TestApp;
 beforeAll(async () => {
@@ -39,16 +99,28 @@ afterAll(async () => {
 });
 
 describe("the registered surface", () => {
-  it("lists every API service plus health and reflection over gRPC reflection (buf curl)", async () => {
+  it("registers every service declared in proto/, and nothing else", () => {
+    expect(DECLARED.length).toBeGreaterThan(0);
+    const declared = DECLARED.map((s) => s.typeName).sort();
+    expect(entries.map((e) => e.service.typeName).sort()).toEqual(declared);
+  });
+
+  it("lists every declared service plus health and reflection over gRPC reflection (buf curl)", async () => {
     const { stdout } = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-services", t.url]);
     const listed = stdout.trim().split("\n").sort();
     const expected = [
-      ...entries.map((e) => e.service.typeName),
+      ...DECLARED.map((s) => s.typeName),
       "grpc.health.v1.Health",
       "grpc.reflection.v1.ServerReflection",
       "grpc.reflection.v1alpha.ServerReflection",
     ].sort();
     expect(listed).toEqual(expected);
+  });
+
+  it("describes every declared method over reflection (buf curl --list-methods)", async () => {
+    const { stdout } = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-methods", t.url]);
+    const listed = new Set(stdout.trim().split("\n"));
+    expect(METHODS.map(fullName).filter((m) => !listed.has(m))).toEqual([]);
   });
 
   it("calls a method through reflection alone (buf curl --reflect)", async () => {
@@ -66,24 +138,126 @@ describe("the registered surface", () => {
     expect(JSON.parse(stdout).name).toBe("via reflection");
   });
 
+  it("resolves a method returning another package's message through reflection (v1 GetSbom → tenant.Sbom2)", async () => {
+    // buf needs the tenant file from reflection to build the call; the answer is the
+    // method's own UNIMPLEMENTED, so the whole descriptor chain was served.
+    const err = (await run(BUF, [
+      "curl",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "-H",
+      `Authorization: Bearer ${t.token}`,
+      "-d",
+      JSON.stringify({ repoId: NOBODY, digest: DIGEST }),
+      `${t.url}/chainguard.platform.registry.Registry/GetSbom`,
+    ]).catch((e: unknown) => e)) as { stderr?: string };
+    expect(err.stderr).toContain('"code": "unimplemented"');
+    expect(err.stderr).toContain("needs the image's SBOM");
+  });
+
   it("reports SERVING on grpc.health.v1.Health", async () => {
     const health = createClient(Health, rpcTransports[0]!.create(t.url));
     expect((await health.check({ service: "" })).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
   });
+
+  it("gives every declared method an HTTP rule the REST door routes", () => {
+    expect(METHODS.filter((m) => !routeTable.routes.some((r) => r.method === m)).map(fullName)).toEqual([]);
+  });
+});
+
+describe(`every declared method on every door (${METHODS.length} methods × ${callDoors.length} doors)`, () => {
+  it.each(METHODS.map((m) => ({ m, name: fullName(m) })))("$name", async ({ m }) => {
+    const request = requestFor(m);
+    const seen: { door: string; out: CallOutcome }[] = [];
+    for (const door of callDoors) {
+      const out = await door.call(t.url, t.token, m, request);
+      const where = `${door.name}: ${JSON.stringify(out)}`;
+      seen.push({ door: door.name, out });
+      if (out.ok) continue;
+      expect(Number.isInteger(out.code) && out.code > 0 && out.code <= 16, where).toBe(true);
+      // ErrorInfo on every error: the AIP-193 body on REST, the status details elsewhere.
+      expect(out.reason, where).toBeDefined();
+      // Not a routing miss of the REST door (404 "no route", 405 "method not allowed").
+      expect(out.reason, where).not.toBe("METHOD_NOT_ALLOWED");
+      expect(out.metadata.http_method, where).toBeUndefined();
+      // An UNIMPLEMENTED made by the call pipeline for this very method, not by a protocol
+      // layer that does not know it.
+      if (out.code === Code.Unimplemented) expect(out.metadata.method, where).toBe(fullName(m));
+    }
+    const summary = (o: CallOutcome) => (o.ok ? "OK" : `${o.code} ${o.reason}`);
+    const first = summary(seen[0]!.out);
+    for (const s of seen) expect(`${s.door}: ${summary(s.out)}`).toBe(`${s.door}: ${first}`);
+  });
 });
 
 describe.each(rpcTransports)("methods not built yet over $name", (transport) => {
-  it(`answer UNIMPLEMENTED with ErrorInfo (${unimplemented.length} methods)`, async () => {
-    expect(unimplemented.length).toBeGreaterThan(0);
+  it(`answer UNIMPLEMENTED with ErrorInfo (${notBuilt.length} methods)`, async () => {
+    expect(notBuilt.length).toBeGreaterThan(0);
     const tr = transport.create(t.url);
-    for (const method of unimplemented) {
+    for (const method of notBuilt) {
       const err = await tr.unary(method, undefined, undefined, undefined, {}).catch((e: unknown) => e);
       expect(err, method.name).toBeInstanceOf(ConnectError);
       const ce = err as ConnectError;
-      expect(ce.code, `${method.parent.typeName}/${method.name}`).toBe(Code.Unimplemented);
+      expect(ce.code, fullName(method)).toBe(Code.Unimplemented);
       const info = ce.findDetails(ErrorInfoSchema)[0];
       expect(info?.reason).toBe("UNIMPLEMENTED");
-      expect(info?.metadata.method).toBe(`${method.parent.typeName}/${method.name}`);
+      expect(info?.metadata.method).toBe(fullName(method));
+    }
+  });
+});
+
+describe("v1 Registry methods about image content", () => {
+  const imageMethods = Object.entries(IMAGE_CONTENT_NEEDS).map(([localName, needs]) => {
+    const m = Registry.methods.find((x) => x.localName === localName) as DescMethodUnary;
+    return { m, needs, name: m.name };
+  });
+  const REPO = `${"a".repeat(40)}/0123456789abcdef`;
+  const requestOf = (m: DescMethodUnary) => {
+    const json: JsonObject = {};
+    for (const f of m.input.fields) {
+      if (f.name === "repo_id" || f.name === "parent_id" || f.name === "registry_id") json[f.jsonName] = REPO;
+      if (f.name === "digest") json[f.jsonName] = DIGEST;
+      if (f.name === "package") json[f.jsonName] = "openssl";
+      // Narrowed to a group, so a caller without rights there is refused (an unnarrowed
+      // List-like call is never refused: it just sees nothing).
+      if (f.name === "uidp") json[f.jsonName] = { descendantsOf: "a".repeat(40) };
+    }
+    return fromJson(m.input, json);
+  };
+
+  describe.each(callDoors)("over $name", (door) => {
+    it.each(imageMethods)("$name says what it would need, after authentication and authorization", async ({ m, needs }) => {
+      const request = requestOf(m);
+      const out = await door.call(t.url, t.token, m, request);
+      expect(out).toMatchObject({ ok: false, code: Code.Unimplemented, reason: "UNIMPLEMENTED", metadata: { method: fullName(m), needs } });
+      if (!out.ok) expect(out.message).toBe(`Unimplemented: ${fullName(m)} needs ${needs}, which this server does not hold`);
+
+      // No token: refused before the method is reached.
+      const anonymous = await door.call(t.url, "", m, request);
+      expect(anonymous).toMatchObject({ ok: false, code: Code.Unauthenticated });
+      // A signed-in user bound nowhere holds none of the method's capabilities anywhere.
+      const stranger = await identityToken(t.app, await createUserIdentity(t.dataDir, `stranger-${door.name}-${m.name}`));
+      expect(await door.call(t.url, stranger, m, request)).toMatchObject({ ok: false, code: Code.PermissionDenied, reason: "PERMISSION_DENIED" });
+    });
+  });
+
+  it("REST paths under a repo reach their method, not a 405 of the repo routes", async () => {
+    const cases: [string, string, string][] = [
+      ["GET", `/registry/v1/repos/${REPO}/digests/${DIGEST}/size?arch=arm64`, "GetSize"],
+      ["GET", `/registry/v1/repos/${REPO}/digests/${DIGEST}/architectures`, "GetArchs"],
+      ["GET", `/registry/v1/repos/${REPO}/digest/${DIGEST}/rawsbom`, "GetRawSbom"],
+      ["GET", `/registry/v1/repos/${REPO}:updatestatus`, "GetUpdateStatus"],
+      ["GET", `/registry/v1/repos/${REPO}:syncstatus`, "GetSyncStatus"],
+      ["GET", `/registry/v1/repos/${REPO}/manifestmetdata`, "ListManifestMetadata"],
+      ["GET", `/registry/v1/repos/${REPO}/chart-image-bindings`, "ListChartsByImageRepo"],
+      ["GET", "/registry/v1/versions/openssl", "GetPackageVersionMetadata"],
+      ["GET", "/registry/v1/buildstatus", "GetBuildStatus"],
+    ];
+    for (const [verb, p, method] of cases) {
+      const r = await rest(t.url, verb, p);
+      expect({ p, status: r.status }).toEqual({ p, status: 501 });
+      expect(r.body.details[0]).toMatchObject({ reason: "UNIMPLEMENTED", metadata: { method: `chainguard.platform.registry.Registry/${method}` } });
     }
   });
 });

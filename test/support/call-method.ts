@@ -19,7 +19,15 @@ import { type NamedTransport, rpcTransports } from "./transports.js";
 
 export type CallOutcome =
   | { readonly ok: true; readonly body: JsonObject }
-  | { readonly ok: false; readonly code: number; readonly reason: string | undefined; readonly preconditionTypes: string[]; readonly message: string };
+  | {
+      readonly ok: false;
+      readonly code: number;
+      readonly reason: string | undefined;
+      /** ErrorInfo.metadata ({} without ErrorInfo). */
+      readonly metadata: Readonly<Record<string, string>>;
+      readonly preconditionTypes: string[];
+      readonly message: string;
+    };
 
 export interface CallDoor {
   readonly name: string;
@@ -38,10 +46,12 @@ function rpcDoor(transport: NamedTransport): CallDoor {
         return { ok: true, body: toJson(method.output, res as never, { alwaysEmitImplicit: false }) as JsonObject };
       } catch (err) {
         if (!(err instanceof ConnectError)) throw err;
+        const info = err.findDetails(ErrorInfoSchema)[0];
         return {
           ok: false,
           code: err.code,
-          reason: err.findDetails(ErrorInfoSchema)[0]?.reason,
+          reason: info?.reason,
+          metadata: { ...info?.metadata },
           preconditionTypes: (err.findDetails(PreconditionFailureSchema)[0]?.violations ?? []).map((v) => v.type),
           message: err.rawMessage,
         };
@@ -116,11 +126,18 @@ const restDoor: CallDoor = {
     const qs = query.toString();
     const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { authorization: `Bearer ${token}` });
     if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject };
-    const details = (res.body?.details ?? []) as { "@type": string; reason?: string; violations?: { type?: string }[] }[];
+    const details = (res.body?.details ?? []) as {
+      "@type": string;
+      reason?: string;
+      metadata?: Record<string, string>;
+      violations?: { type?: string }[];
+    }[];
+    const info = details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"));
     return {
       ok: false,
       code: res.body?.code,
-      reason: details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"))?.reason,
+      reason: info?.reason,
+      metadata: { ...info?.metadata },
       preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
       message: String(res.body?.message ?? ""),
     };

@@ -48,6 +48,16 @@ const GROUP_ORDERS: Readonly<Record<string, GroupOrder>> = {
 
 const MUTABLE = ["name", "description", "verified", "kind"] as const;
 
+/**
+ * What `update_mask: "*"` replaces on this group for this caller: a folder inherits its
+ * organization's kind, so its `*` leaves kind out; only the operator sets `verified`, so a
+ * customer's `*` leaves it as stored (as the v1 PUT does) instead of failing on a field the
+ * caller never sent. Either field named explicitly still goes through its own check.
+ */
+function wildcardFor(isFolder: boolean, operator: boolean): readonly string[] {
+  return MUTABLE.filter((f) => !(f === "kind" && isFolder) && !(f === "verified" && !operator));
+}
+
 export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<typeof GroupsService>> {
   const repo = ctx.store.groups;
 
@@ -89,7 +99,11 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       const group = req.group;
       if (!group) throw invalidField("group", "is required");
       requireValid(checkUidp("uid", group.uid));
-      const paths = resolveUpdatePaths(GroupSchema, group, req.updateMask, { mutable: MUTABLE });
+      const isFolder = parentOf(group.uid) !== null;
+      const paths = resolveUpdatePaths(GroupSchema, group, req.updateMask, {
+        mutable: MUTABLE,
+        wildcard: wildcardFor(isFolder, isOperator(context)),
+      });
       const changes: { -readonly [K in keyof GroupChanges]: GroupChanges[K] } = {};
       const violations: (FieldViolation | undefined)[] = [];
       for (const path of paths) {
@@ -106,7 +120,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
             changes.verified = group.verified;
             break;
           case "kind":
-            if (parentOf(group.uid) !== null) {
+            if (isFolder) {
               violations.push({ field: "kind", description: "only an organization sets kind; folders inherit it" });
             }
             changes.kind = group.kind;

@@ -5,7 +5,9 @@
  * list includes generated tags unless the filter excludes them.
  *
  * The v1 writes (CreateRepo/UpdateRepo/DeleteRepo, CreateTag/UpdateTag/DeleteTag) are not
- * implemented: v2beta1 serves them, and the pipeline answers UNIMPLEMENTED here.
+ * implemented: v2beta1 serves them, and the pipeline answers UNIMPLEMENTED here. The methods
+ * about image content answer UNIMPLEMENTED with what they would need
+ * (registry-v1-image-content.ts).
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Registry } from "../../../gen/chainguard/platform/registry/registry_v1_pb.js";
@@ -20,9 +22,11 @@ import { toUidpFilter } from "../list-request.js";
 import { checkOptionalUidp, collect, requireValid } from "../validate.js";
 import { invalidArgument } from "../../errors/api-error.js";
 import { V1_LIST_MAX } from "./iam-v1.js";
+import { createRegistryV1ImageContentMethods } from "./registry-v1-image-content.js";
 
 export function createRegistryV1Service(ctx: ServiceContext): Partial<ServiceImpl<typeof Registry>> {
   return {
+    ...createRegistryV1ImageContentMethods(),
     async listRepos(req, context) {
       requireValid(checkOptionalUidp("id", req.id));
       const uidp = toUidpFilter(req.uidp);

@@ -46,6 +46,13 @@ describe("resolveUpdatePaths (top level)", () => {
     expect(resolveUpdatePaths(GroupSchema, group, mask("*"), rules)).toEqual(rules.mutable);
   });
 
+  it("lets * stand for what this resource may change, while the other fields stay nameable", () => {
+    const folder = { mutable: ["name", "description", "kind"], wildcard: ["name", "description"] };
+    expect(resolveUpdatePaths(GroupSchema, group, mask("*"), folder)).toEqual(["name", "description"]);
+    expect(resolveUpdatePaths(GroupSchema, group, mask("*", "kind"), folder)).toEqual(["name", "description", "kind"]);
+    expect(resolveUpdatePaths(GroupSchema, group, mask("kind"), folder)).toEqual(["kind"]);
+  });
+
   it("rejects output-only, unknown, unlisted and nested paths on update_mask", () => {
     for (const [path, text] of [
       ["uid", "output only"],

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ApiError } from "../../../src/errors/api-error.js";
 import { readHttpRules } from "../../../src/transcode/http-rule.js";
 import { createRouteTable } from "../../../src/transcode/route-table.js";
+import { Registry } from "../../../gen/chainguard/platform/registry/registry_v1_pb.js";
 import { ItemService } from "../../gen/trellis/testing/v1/items_pb.js";
 import { syntheticService } from "./synthetic-service.js";
 
@@ -94,6 +95,50 @@ describe("RouteTable.match", () => {
   for (const [method, path, want] of cases) {
     it(`${method} ${path}`, () => {
       expect(outcome(method, path)).toEqual(want);
+    });
+  }
+});
+
+describe("the published v1 Registry templates", () => {
+  // Literals and `*` variables after a `**` variable, verbs right after `**`, and routes that
+  // share a prefix with the repo CRUD routes: each path reaches its own method.
+  const registry = createRouteTable([Registry]);
+  const R = "aaaa/bbbb";
+  const cases: [string, string, Want][] = [
+    ["GET", `/registry/v1/repos/${R}/digests/sha256:ab/size`, { rpc: "GetSize", vars: { repo_id: R, digest: "sha256:ab" } }],
+    ["GET", `/registry/v1/repos/${R}/digests/sha256%3Aab/sbom`, { rpc: "GetSbom", vars: { repo_id: R, digest: "sha256:ab" } }],
+    ["GET", `/registry/v1/repos/${R}/digest/d1/rawsbom`, { rpc: "GetRawSbom", vars: { repo_id: R, digest: "d1" } }],
+    ["GET", "/registry/v1/repos/x/digests/y/digests/d/architectures", { rpc: "GetArchs", vars: { repo_id: "x/digests/y", digest: "d" } }],
+    ["GET", `/registry/v1/repos/${R}:updatestatus`, { rpc: "GetUpdateStatus", vars: { repo_id: R } }],
+    ["GET", "/registry/v1/repos/aaaa:syncstatus", { rpc: "GetSyncStatus", vars: { repo_id: "aaaa" } }],
+    ["GET", `/registry/v1/repos/${R}/manifestmetdata`, { rpc: "ListManifestMetadata", vars: { repo_id: R } }],
+    ["GET", `/registry/v1/repos/${R}/chart-image-bindings`, { rpc: "ListChartsByImageRepo", vars: { repo_id: R } }],
+    ["POST", `/registry/v1/repos/${R}/deployment`, { rpc: "CreateDeployment", vars: { parent_id: R } }],
+    ["PUT", `/registry/v1/repos/${R}/deployment`, { rpc: "UpdateDeployment", vars: { repo_id: R } }],
+    ["GET", `/registry/v1/repos/${R}/deployment`, { rpc: "GetDeployment", vars: { repo_id: R } }],
+    ["POST", `/registry/v1/repos/${R}`, { rpc: "CreateRepo", vars: { parent_id: R } }],
+    ["PUT", `/registry/v1/repos/${R}`, { rpc: "UpdateRepo", vars: { id: R } }],
+    ["DELETE", `/registry/v1/repos/${R}`, { rpc: "DeleteRepo", vars: { id: R } }],
+    ["GET", "/registry/v1/repos", { rpc: "ListRepos", vars: {} }],
+    ["GET", `/registry/v1/tags/${R}/history`, { rpc: "ListTagHistory", vars: { parent_id: R } }],
+    ["PUT", `/registry/v1/tags/${R}`, { rpc: "UpdateTag", vars: { id: R } }],
+    ["GET", "/registry/v1/versions/py3/flask", { rpc: "GetPackageVersionMetadata", vars: { package: "py3/flask" } }],
+    ["GET", `/registry/v1/settings/${R}`, { rpc: "GetRegistrySettings", vars: { registry_id: R } }],
+    ["PUT", `/registry/v1/settings/${R}`, { rpc: "UpdateRegistrySettings", vars: { registry_id: R } }],
+    ["GET", `/registry/v1/repotagssummary/${R}`, { rpc: "GetRepoTagsSummary", vars: { repo_id: R } }],
+    ["GET", `/registry/v1/repocountbysource/${R}`, { rpc: "GetRepoCountBySource", vars: { id: R } }],
+    ["GET", `/registry/v1/digestcount/${R}`, { rpc: "GetManifestDigestCount", vars: { parent_id: R } }],
+    // A repo itself has no GET in v1: 405 naming the repo routes, as before.
+    ["GET", `/registry/v1/repos/${R}`, { status: 405, allow: ["DELETE", "POST", "PUT"] }],
+    // A verb no rule registers stays part of the id.
+    ["PUT", `/registry/v1/repos/${R}:other`, { rpc: "UpdateRepo", vars: { id: `${R}:other` } }],
+  ];
+  for (const [method, path, want] of cases) {
+    it(`${method} ${path}`, () => {
+      const m = registry.match(method, path);
+      const got: Want =
+        m.kind === "match" ? { rpc: m.route.method.name, vars: m.vars } : m.kind === "notFound" ? { status: 404 } : { status: 405, allow: [...m.allow] };
+      expect(got).toEqual(want);
     });
   }
 });
