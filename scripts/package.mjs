@@ -145,7 +145,7 @@ function swapModule(name, filter, importerPattern, replacementSource) {
   return {
     name,
     setup(b) {
-      b.onResolve({ filter }, (args) => (importerPattern.test(args.importer) ? { path: replacementSource, namespace: name } : undefined));
+      b.onResolve({ filter }, (args) => (importerPattern.test(args.importer) ? { path: args.path, namespace: name } : undefined));
       b.onLoad({ filter: /.*/, namespace: name }, () => ({ contents: replacementSource, loader: "js", resolveDir: root }));
     },
   };
@@ -154,8 +154,6 @@ function swapModule(name, filter, importerPattern, replacementSource) {
 /** The program as one CommonJS script. */
 async function bundle() {
   const outfile = path.join(seaDir, "trellis.cjs");
-  const sqliteShim = path.join(root, "src/sea/sqlite-addon.ts");
-  const migratorShim = path.join(root, "src/sea/migrator.ts");
   const result = await build({
     absWorkingDir: root,
     entryPoints: ["src/sea/entry.ts"],
@@ -173,12 +171,12 @@ async function bundle() {
     define: { "import.meta.url": "__trellisModuleUrl" },
     banner: { js: 'var __trellisModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
     plugins: [
-      swapModule("trellis-sqlite-addon", /^bindings$/, /better-sqlite3/, `module.exports = require(${JSON.stringify(sqliteShim)}).loadEmbeddedSqliteAddon;`),
+      swapModule("trellis-sqlite-addon", /^bindings$/, /better-sqlite3/, 'module.exports = require("./src/sea/sqlite-addon.ts").loadEmbeddedSqliteAddon;'),
       swapModule(
         "trellis-migrator",
         /^drizzle-orm\/better-sqlite3\/migrator$/,
         /[\\/]src[\\/]store[\\/]/,
-        `module.exports = require(${JSON.stringify(migratorShim)});`,
+        'module.exports = require("./src/sea/migrator.ts");',
       ),
     ],
   });
