@@ -17,7 +17,15 @@ export function loadEmbeddedSqliteAddon(name: string): unknown {
   if (name !== SQLITE_ADDON_ASSET) throw new Error(`no embedded native addon named ${name}`);
   addon ??= withExtractedFiles({ [SQLITE_ADDON_ASSET]: assetBytes(SQLITE_ADDON_ASSET) }, (dir) => {
     const module = { exports: {} };
-    process.dlopen(module, `${dir}/${SQLITE_ADDON_ASSET}`);
+    try {
+      process.dlopen(module, `${dir}/${SQLITE_ADDON_ASSET}`);
+    } catch (err) {
+      // The usual cause on a hardened host: the temporary directory is mounted noexec.
+      throw new Error(
+        `could not load SQLite from the temporary directory ${dir} (${(err as Error).message}); ` +
+          "if it is mounted noexec, set TMPDIR to a directory that allows loading libraries",
+      );
+    }
     return module.exports;
   });
   return addon;
