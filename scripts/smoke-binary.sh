@@ -80,7 +80,7 @@ cd "$(dirname "$0")/.."
 binary=${1:-build/trellis}
 [ -x "$binary" ] || { echo "smoke: no executable $binary; run npm run package first" >&2; exit 1; }
 expected_version=$(sed -n 's/^  "version": "\([^"]*\)",$/\1/p' package.json)
-work=$(mktemp -d "${TMPDIR:-/tmp}/trellis-smoke.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/smoke-binary.XXXXXX")
 cleanup() { rm -rf "$work"; }
 trap cleanup EXIT
 mkdir "$work/run" "$work/tools" "$work/tmp" "$work/home"
