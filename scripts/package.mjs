@@ -86,7 +86,7 @@ function sqliteAddon() {
     fs.cpSync(path.join(sqliteDir, part), path.join(scratch, part), { recursive: true });
   }
   const headers = patchedHeaders(path.join(scratch, "node-headers"));
-  console.error(`package: compiling better-sqlite3 ${version} for Node ${nodeVersion} (about two minutes, once)`);
+  console.error(`package: compiling better-sqlite3 ${version} for Node ${nodeVersion} (one to two minutes, once)`);
   const started = Date.now();
   // npm's environment names the machine's headers (npm_config_nodedir); --nodedir must win.
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_(nodedir|target|runtime|dist_url)$/i.test(key)));
