@@ -2,7 +2,9 @@
 /**
  * `npm run compile`: src/, gen/ and bench/ to dist/ as plain ES modules, file by file (no
  * bundling; the `.js` import specifiers of the sources stay valid), with the committed
- * migrations beside the store. `npm start` and the bench targets run this output.
+ * migrations beside the store and package.json at the top (`trellis --version` imports it
+ * from src/cli/program.ts, two levels up in both trees). `npm start` and the bench targets
+ * run this output.
  *
  * Why compile at all: tsx, which the CLI and the tests use, compiles with esbuild's
  * `keepNames`, which wraps every function created at run time in a call that defines its
@@ -34,8 +36,9 @@ await build({
   outbase: ".",
   format: "esm",
   platform: "node",
-  target: "node20",
+  target: "node20.19", // engines; from 20.10 on, esbuild keeps the `with { type: "json" }` of an import
   sourcemap: true,
   logLevel: "warning",
 });
 fs.cpSync(path.join(root, "src/store/migrations"), path.join(out, "src/store/migrations"), { recursive: true });
+fs.copyFileSync(path.join(root, "package.json"), path.join(out, "package.json"));

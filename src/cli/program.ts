@@ -6,6 +6,7 @@
  * auth token --local` is filled in by the auth module (MERGE POINT in commands/auth.ts).
  */
 import { Command, CommanderError, Option } from "commander";
+import packageJson from "../../package.json" with { type: "json" };
 import { DEFAULT_API, PROTOCOLS } from "./client.js";
 import { registerAdvisories } from "./commands/advisories.js";
 import { registerAuth } from "./commands/auth.js";
@@ -23,6 +24,7 @@ import { describeError } from "./rpc-errors.js";
 export function buildProgram(io: Io): Command {
   const program = new Command("trellis")
     .description("Trellis: the IAM, registry and advisories server, and its command-line client")
+    .version(packageJson.version, "-V, --version", "print the Trellis version and exit")
     .addOption(new Option("--api <url>", `Trellis API URL (default: ${DEFAULT_API})`).env("TRELLIS_API"))
     .addOption(new Option("--token <token>", "API token to send (else TRELLIS_TOKEN, else the login cache)"))
     .addOption(new Option("--protocol <protocol>", "wire protocol for API calls").choices(PROTOCOLS).default("connect"))

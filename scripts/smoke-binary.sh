@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Smoke test of the single-file binary (`npm run package`), run the way an operator would on a
+# machine with no Node: the binary is copied ALONE into an empty directory, and the test runs
+# under `env -i` with a PATH made of a fresh folder holding only the few tools this script
+# calls (bash, curl, coreutils), so neither a system Node nor node_modules can stand in for
+# what the binary must carry. It then:
+#   - checks `trellis --version`;
+#   - serves on port 0 with a fresh data directory and reads the ready line;
+#   - mints an operator token with the binary's own `auth token --local`;
+#   - creates and lists groups over REST (curl) and over gRPC and Connect (the binary's CLI);
+#   - sends SIGTERM and expects exit 0, and no file left behind in TMPDIR (the embedded addon
+#     and migrations are written to private temporary files only while they are loaded).
+# Usage: scripts/smoke-binary.sh [BINARY]   (default build/trellis). Last line: "smoke: ok ...".
+set -euo pipefail
+
+if [ "${1:-}" = "--inside" ]; then
+  # ---- the test itself, in the bare environment ----
+  expected_version=$2
+  cd "$3"
+  say() { printf 'smoke: %s\n' "$*"; }
+  die() { printf 'smoke: FAILED: %s\n' "$*" >&2; [ -f serve.err ] && tail -n 20 serve.err >&2; exit 1; }
+
+  if command -v node >/dev/null 2>&1; then die "a node is on PATH ($(command -v node))"; fi
+  for dir in . .. ../.. /; do [ ! -e "$dir/node_modules" ] || die "$dir/node_modules exists"; done
+  [ "$(ls -A)" = "trellis" ] || die "the directory holds more than the binary: $(ls -A | tr '\n' ' ')"
+
+  version=$(./trellis --version) || die "trellis --version failed"
+  [ "$version" = "$expected_version" ] || die "trellis --version printed '$version', expected '$expected_version'"
+  say "trellis --version: $version"
+
+  started=$(date +%s%N)
+  ./trellis serve --addr 127.0.0.1:0 --data ./data >serve.out 2>serve.err &
+  server=$!
+  url=
+  for _ in $(seq 1 300); do
+    url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' serve.out)
+    [ -n "$url" ] && break
+    kill -0 "$server" 2>/dev/null || die "the server exited before it was ready"
+    sleep 0.05
+  done
+  [ -n "$url" ] || die "no ready line within 15 s"
+  ready_ms=$((($(date +%s%N) - started) / 1000000))
+  say "serve: $url ready in ${ready_ms} ms"
+
+  token=$(./trellis auth token --local --data ./data) || die "auth token --local failed"
+  auth="Authorization: Bearer $token"
+
+  # REST: create, then list and find it.
+  created=$(curl -sS --fail-with-body -X POST "$url/iam/v2beta1/groups" -H "$auth" -H 'content-type: application/json' \
+    -d '{"name": "smoke rest"}') || die "REST create failed: $created"
+  uid=$(printf '%s' "$created" | sed -n 's/.*"uid": *"\([^"]*\)".*/\1/p')
+  [ -n "$uid" ] || die "REST create answered no uid: $created"
+  listed=$(curl -sS --fail-with-body "$url/iam/v2beta1/groups" -H "$auth") || die "REST list failed: $listed"
+  case "$listed" in *"\"$uid\""*'"smoke rest"'* | *'"smoke rest"'*"\"$uid\""*) ;; *) die "REST list lacks the group: $listed" ;; esac
+  say "REST: created and listed group $uid"
+
+  # gRPC (HTTP/2) and Connect, with the binary's own client.
+  cli() { ./trellis --api "$url" --token "$token" -o json "$@"; }
+  out=$(cli --protocol grpc iam groups create "smoke grpc") || die "gRPC create failed: $out"
+  out=$(cli --protocol grpc iam groups list) || die "gRPC list failed: $out"
+  case "$out" in *'"smoke rest"'*) ;; *) die "gRPC list lacks the REST group: $out" ;; esac
+  case "$out" in *'"smoke grpc"'*) ;; *) die "gRPC list lacks the gRPC group: $out" ;; esac
+  say "gRPC: created and listed a group, and sees the REST one"
+  out=$(cli --protocol connect iam groups list) || die "Connect list failed: $out"
+  case "$out" in *'"smoke grpc"'*) ;; *) die "Connect list lacks the gRPC group: $out" ;; esac
+  say "Connect: listed both groups"
+
+  kill -TERM "$server"
+  status=0
+  wait "$server" || status=$?
+  [ "$status" -eq 0 ] || die "the server exited with $status after SIGTERM"
+  [ -z "$(ls -A "$TMPDIR")" ] || die "files left in TMPDIR: $(ls -A "$TMPDIR" | tr '\n' ' ')"
+  say "SIGTERM: exit 0, nothing left in TMPDIR"
+  say "ok (ready in ${ready_ms} ms)"
+  exit 0
+fi
+
+# ---- set-up, in the caller's environment ----
+cd "$(dirname "$0")/.."
+binary=${1:-build/trellis}
+[ -x "$binary" ] || { echo "smoke: no executable $binary; run npm run package first" >&2; exit 1; }
+expected_version=$(sed -n 's/^  "version": "\([^"]*\)",$/\1/p' package.json)
+work=$(mktemp -d "${TMPDIR:-/tmp}/smoke-binary.XXXXXX")
+cleanup() { rm -rf "$work"; }
+trap cleanup EXIT
+mkdir "$work/run" "$work/tools" "$work/tmp" "$work/home"
+cp "$binary" "$work/run/trellis"
+for tool in bash cat curl date kill ls sed seq sleep tail tr; do
+  found=$(command -v "$tool") || { echo "smoke: $tool is needed on PATH" >&2; exit 1; }
+  ln -s "$found" "$work/tools/$tool"
+done
+status=0
+env -i PATH="$work/tools" HOME="$work/home" TMPDIR="$work/tmp" bash "$PWD/scripts/smoke-binary.sh" --inside "$expected_version" "$work/run" || status=$?
+exit "$status"

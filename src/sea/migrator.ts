@@ -1,0 +1,15 @@
+/**
+ * Stands in, inside the single-file binary only, for drizzle's better-sqlite3 migrator, which
+ * reads the migrations from a folder (src/store/db.ts passes the one beside its source file,
+ * which does not exist beside a binary). scripts/package.mjs swaps the module for imports from
+ * src/store/ at bundle time: the embedded migrations are written to a private temporary folder,
+ * drizzle's own migrator applies them from there, and the folder is removed.
+ */
+import type { MigrationConfig } from "drizzle-orm/migrator";
+import { migrate as migrateFromFolder } from "drizzle-orm/better-sqlite3/migrator";
+import { MIGRATIONS_ASSET, assetBytes, withExtractedFiles } from "./assets.js";
+
+export function migrate(db: Parameters<typeof migrateFromFolder>[0], config: MigrationConfig): void {
+  const files = JSON.parse(new TextDecoder().decode(assetBytes(MIGRATIONS_ASSET))) as Record<string, string>;
+  withExtractedFiles(files, (dir) => migrateFromFolder(db, { ...config, migrationsFolder: dir }));
+}
