@@ -8,7 +8,8 @@
 #   - serves on port 0 with a fresh data directory and reads the ready line;
 #   - mints an operator token with the binary's own `auth token --local`;
 #   - creates and lists groups over REST (curl) and over gRPC and Connect (the binary's CLI);
-#   - sends SIGTERM and expects exit 0, and no file left behind in TMPDIR (the embedded addon
+#   - sends SIGTERM and expects exit 0, restarts on the same data and finds it there, stops
+#     again, and expects no file left behind in TMPDIR (the embedded addon
 #     and migrations are written to private temporary files only while they are loaded).
 # Usage: scripts/smoke-binary.sh [BINARY]   (default build/trellis). Last line: "smoke: ok ...".
 set -euo pipefail
@@ -28,18 +29,30 @@ if [ "${1:-}" = "--inside" ]; then
   [ "$version" = "$expected_version" ] || die "trellis --version printed '$version', expected '$expected_version'"
   say "trellis --version: $version"
 
-  started=$(date +%s%N)
-  ./trellis serve --addr 127.0.0.1:0 --data ./data >serve.out 2>serve.err &
-  server=$!
-  url=
-  for _ in $(seq 1 300); do
-    url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' serve.out)
-    [ -n "$url" ] && break
-    kill -0 "$server" 2>/dev/null || die "the server exited before it was ready"
-    sleep 0.05
-  done
-  [ -n "$url" ] || die "no ready line within 15 s"
-  ready_ms=$((($(date +%s%N) - started) / 1000000))
+  # Sets server, url and ready_ms.
+  start_server() {
+    local started
+    started=$(date +%s%N)
+    ./trellis serve --addr 127.0.0.1:0 --data ./data >serve.out 2>serve.err &
+    server=$!
+    url=
+    for _ in $(seq 1 300); do
+      url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' serve.out)
+      [ -n "$url" ] && break
+      kill -0 "$server" 2>/dev/null || die "the server exited before it was ready"
+      sleep 0.05
+    done
+    [ -n "$url" ] || die "no ready line within 15 s"
+    ready_ms=$((($(date +%s%N) - started) / 1000000))
+  }
+  stop_server() {
+    kill -TERM "$server"
+    status=0
+    wait "$server" || status=$?
+    [ "$status" -eq 0 ] || die "the server exited with $status after SIGTERM"
+  }
+
+  start_server
   say "serve: $url ready in ${ready_ms} ms"
 
   token=$(./trellis auth token --local --data ./data) || die "auth token --local failed"
@@ -65,10 +78,18 @@ if [ "${1:-}" = "--inside" ]; then
   case "$out" in *'"smoke grpc"'*) ;; *) die "Connect list lacks the gRPC group: $out" ;; esac
   say "Connect: listed both groups"
 
-  kill -TERM "$server"
-  status=0
-  wait "$server" || status=$?
-  [ "$status" -eq 0 ] || die "the server exited with $status after SIGTERM"
+  stop_server
+  say "SIGTERM: exit 0"
+
+  # A restart on the same data: the existing database is checked and opened, the data is there.
+  # (a new port, so a new issuer URL: tokens of the first run name the old one)
+  start_server
+  token=$(./trellis auth token --local --data ./data) || die "auth token --local failed after the restart"
+  auth="Authorization: Bearer $token"
+  listed=$(curl -sS --fail-with-body "$url/iam/v2beta1/groups" -H "$auth") || die "REST list after restart failed: $listed"
+  case "$listed" in *'"smoke grpc"'*) ;; *) die "after a restart the list lacks the gRPC group: $listed" ;; esac
+  say "restart: ready in ${ready_ms} ms, the groups are still there"
+  stop_server
   [ -z "$(ls -A "$TMPDIR")" ] || die "files left in TMPDIR: $(ls -A "$TMPDIR" | tr '\n' ' ')"
   say "SIGTERM: exit 0, nothing left in TMPDIR"
   say "ok (ready in ${ready_ms} ms)"

@@ -24,6 +24,7 @@ import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3"
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { flushGroupCommit } from "./group-commit.js";
 import * as schema from "./schema.js";
+import migrationsJournal from "./migrations/meta/_journal.json" with { type: "json" };
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
 
@@ -246,12 +247,13 @@ interface JournalEntry {
   readonly when: number;
 }
 
-/** The migrations this build carries (drizzle's journal), oldest first. */
-function knownMigrations(): JournalEntry[] {
-  const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as {
-    entries: JournalEntry[];
-  };
-  return journal.entries;
+/**
+ * The migrations this build carries (drizzle's journal), oldest first. Imported rather than
+ * read from MIGRATIONS_DIR so that the single-file binary, which has no migrations folder
+ * beside it, carries the journal inside its bundle.
+ */
+function knownMigrations(): readonly JournalEntry[] {
+  return (migrationsJournal as { entries: JournalEntry[] }).entries;
 }
 
 /**
