@@ -132,6 +132,8 @@ export interface ReposRepository {
   get(uid: string): Promise<RepoRecord | undefined>;
   /** @throws NOT_FOUND (group), ALREADY_EXISTS (name taken in the group). */
   create(parentUid: string, fields: RepoFields, now: number): Promise<RepoRecord>;
+  /** Creates the group's repo of that name or replaces its fields (v1 CreateRepo). @throws NOT_FOUND (group). */
+  upsert(parentUid: string, fields: RepoFields, now: number): Promise<RepoRecord>;
   /** @throws NOT_FOUND, ALREADY_EXISTS (renamed onto another repo's name). */
   update(uid: string, changes: RepoChanges, now: number): Promise<RepoRecord>;
   /** Deletes the repo and its tags in one transaction. @throws NOT_FOUND. */
@@ -167,6 +169,10 @@ export function createReposRepository(db: Db): ReposRepository {
         if (findRepoByName(tx, parentUid, fields.name)) throw nameTaken(fields.name);
         return upsertRepoInTx(tx, parentUid, fields, now).row;
       });
+    },
+
+    async upsert(parentUid, fields, now) {
+      return groupCommit(db, (tx) => upsertRepoInTx(tx, parentUid, fields, now).row);
     },
 
     async update(uid, changes, now) {
