@@ -325,6 +325,35 @@ describe.each(callDoors)("registry local state over $name", (door) => {
     });
   });
 
+  describe("authorization", () => {
+    it("a caller that may only list tags reads history and summaries but writes nothing, and sees no other organization", async () => {
+      const repo = await newRepo();
+      const tagId = (await ok(R.createTag, { repoId: repo, tag: { name: "latest", digest: DIGEST_A } })).id as string;
+      const other = (await op("POST", "/iam/v2beta1/groups", { name: unique("other org") })).uid as string;
+      const user = await createUserIdentity(t.dataDir, unique("reader"));
+      const role = await op("POST", `/iam/v2beta1/roles/${org}`, { name: unique("tag-reader"), capabilities: [Capability[Capability.CAP_TAG_LIST]] });
+      await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: user, roleUid: role.uid });
+      const token = await identityToken(t.app, user);
+      expect((await ok(R.listTagHistory, { parentId: tagId }, token)).items).toHaveLength(1);
+      expect(Number((await ok(R.getRepoTagsSummary, { repoId: repo }, token)).tagCount)).toBe(1);
+      const denied = Code.PermissionDenied;
+      await refused(R.createTag, { repoId: repo, tag: { name: "mine", digest: DIGEST_B } }, denied, undefined, token);
+      await refused(R.updateTag, { id: tagId, name: "latest", digest: DIGEST_B }, denied, undefined, token);
+      await refused(R.deleteTag, { id: tagId }, denied, undefined, token);
+      await refused(R.createRepo, { parentId: org, repo: { name: unique("mine") } }, denied, undefined, token);
+      await refused(R.updateRepo, { id: repo, name: "mine" }, denied, undefined, token);
+      await refused(R.deleteRepo, { id: repo }, denied, undefined, token);
+      await refused(R.updateRegistrySettings, { registryId: org, uniqueTags: true }, denied, undefined, token);
+      await refused(R.getRegistrySettings, { registryId: org }, denied, undefined, token);
+      await refused(R.createDeployment, { parentId: repo, charts: [] }, denied, undefined, token);
+      await refused(R.getDeployment, { repoId: repo }, denied, undefined, token);
+      await refused(R.getRepoCountBySource, { id: repo }, denied, undefined, token);
+      await refused(R.getRegistrySettings, { registryId: other }, denied, undefined, token);
+      // Unknown and forbidden look the same.
+      await refused(R.listTagHistory, { parentId: `${other}/0123456789abcdef/0123456789abcdef` }, denied, undefined, token);
+    });
+  });
+
   describe("end-of-life tags", () => {
     it("ListEolTags lists the tags `trellis import` gave end-of-life facts, a page at a time", async () => {
       const repoName = unique("eol-repo");
