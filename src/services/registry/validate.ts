@@ -84,9 +84,10 @@ function isWellFormed(s: string): boolean {
 }
 
 /**
- * A README: Markdown text of at most README_MAX_BYTES. An unpaired surrogate (a JSON "\ud800"
- * escape) is not text and would be stored as U+FFFD, and control characters other than tab
- * and line breaks have no place in Markdown, so both are refused rather than altered.
+ * A README: Markdown text of at most README_MAX_BYTES. Control characters other than tab and
+ * line breaks have no place in Markdown, and an unpaired surrogate is not text (SQLite would
+ * store it as U+FFFD); both are refused rather than altered. The JSON doors already refuse
+ * unpaired surrogates; checking here keeps the rule true for every caller of this check.
  */
 export function checkReadme(field: string, value: string): FieldViolation | undefined {
   if (Buffer.byteLength(value, "utf8") > README_MAX_BYTES) {
