@@ -12,7 +12,7 @@ import { PassThrough } from "node:stream";
 import type { DescMessage, DescMethodUnary, JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Capability } from "../../gen/chainguard/capabilities/capabilities_pb.js";
-import { Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
+import { type CatalogTier, Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
 import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { TagsService } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import { runImport } from "../../src/import/run-import.js";
@@ -131,7 +131,7 @@ describe.each(callDoors)("registry local state over $name", (door) => {
       const cases: [MessageInitShape<typeof Registry.method.createRepo.input>, string][] = [
         [{ parentId: org, repo: { name: "" } }, "repo.name"],
         [{ parentId: org, repo: { name: "UPPER" } }, "repo.name"],
-        [{ parentId: org, repo: { name: "ok", catalogTier: 2 } }, "repo.catalog_tier"], // retired tier
+        [{ parentId: org, repo: { name: "ok", catalogTier: 2 as CatalogTier } }, "repo.catalog_tier"], // retired tier
         [{ parentId: org, repo: { name: "ok", bundles: ["free-lunch"] } }, "repo.bundles[0]"],
         [{ parentId: org, repo: { name: "ok", syncConfig: { source: "cgr.dev/chainguard/nginx" } } }, "repo.sync_config"],
         [{ parentId: org, repo: { name: "ok", customOverlay: { environment: { A: "b" } } } }, "repo.custom_overlay"],
