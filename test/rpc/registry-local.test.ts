@@ -358,6 +358,23 @@ describe.each(callDoors)("registry local state over $name", (door) => {
       // Unknown and forbidden look the same.
       await refused(R.listTagHistory, { parentId: `${other}/0123456789abcdef/0123456789abcdef` }, denied, undefined, token);
     });
+
+    it("CreateRepo replaces an existing repo only for a caller that may also update it", async () => {
+      const name = unique("guarded");
+      const existing = (await ok(R.createRepo, { parentId: org, repo: { name, description: "original" } })).id as string;
+      const bind = async (caps: Capability[]) => {
+        const user = await createUserIdentity(t.dataDir, unique("creator"));
+        const role = await op("POST", `/iam/v2beta1/roles/${org}`, { name: unique("role"), capabilities: caps.map((c) => Capability[c]) });
+        await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: user, roleUid: role.uid });
+        return identityToken(t.app, user);
+      };
+      const creator = await bind([Capability.CAP_REPO_CREATE]);
+      expect((await ok(R.createRepo, { parentId: org, repo: { name: unique("fresh") } }, creator)).id).toBeDefined();
+      const o = await refused(R.createRepo, { parentId: org, repo: { name, description: "hijacked" } }, Code.PermissionDenied, undefined, creator);
+      expect(o.ok ? undefined : o.metadata.scope).toBe(existing);
+      const updater = await bind([Capability.CAP_REPO_CREATE, Capability.CAP_REPO_UPDATE]);
+      expect(await ok(R.createRepo, { parentId: org, repo: { name, description: "updated" } }, updater)).toMatchObject({ id: existing, description: "updated" });
+    });
   });
 
   describe("end-of-life tags", () => {

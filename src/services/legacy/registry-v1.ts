@@ -5,7 +5,8 @@
  *
  * Served from local state: the repo and tag writes (v1 updates are PUTs that replace every
  * caller-set field; CreateRepo and CreateTag update the resource of the same name, as
- * published), tag history, tag summaries, registry settings, deployments, end-of-life tags
+ * published; replacing an existing repo that way also needs repo.update on it), tag history,
+ * tag summaries, registry settings, deployments, end-of-life tags
  * (as far as `trellis import` loaded them) and the count of repos mirroring a repo.
  * The methods about image content answer UNIMPLEMENTED with what they would need
  * (registry-v1-image-content.ts).
@@ -17,21 +18,25 @@
  */
 import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Capability } from "../../../gen/chainguard/capabilities/capabilities_pb.js";
 import {
   DeploymentSchema,
   EolTagFilterSchema,
   EolTagSchema,
   type HelmChart,
   PackageVersionSchema,
-  type Registry,
+  Registry,
   type Repo as RepoV1,
   RegistrySettingsSchema,
   RepoTagsSummarySchema,
   TagHistorySchema,
 } from "../../../gen/chainguard/platform/registry/registry_v1_pb.js";
 import { RepoSchema } from "../../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
-import { failedPrecondition, type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
+import { failedPrecondition, type FieldViolation, invalidArgument, invalidField, notFound, permissionDenied } from "../../errors/api-error.js";
+import { holdsAt } from "../../auth/authorize.js";
+import { callerOf } from "../../auth/caller.js";
+import { isUidp } from "../../store/uidp.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
 import type { EolTagRecord } from "../../store/eol-tags.js";
@@ -91,6 +96,26 @@ export function createRegistryV1Service(ctx: ServiceContext): Partial<RegistryIm
     }
   };
 
+  /**
+   * CreateRepo needs only repo.create, yet (as published) it replaces the fields of an
+   * existing repo of the same name. Replacing is an update, so it also needs repo.update on
+   * that repo, as UpdateRepo would: otherwise a caller allowed only to add repos could rewrite
+   * every repo of the group. Returns the check, run in the write's transaction on the repo
+   * found there (so a repo created meanwhile is checked too).
+   */
+  const updateRightCheck = async (context: HandlerContext): Promise<(repoUid: string) => void> => {
+    const caller = callerOf(context);
+    if (!caller || caller.operator) return () => {};
+    const grants = isUidp(caller.subject) ? await ctx.store.roleBindings.grantsOf(caller.subject) : [];
+    return (repoUid) => {
+      if (!holdsAt(grants, repoUid, [Capability.CAP_REPO_UPDATE])) {
+        throw permissionDenied(`the caller does not hold CAP_REPO_UPDATE on ${JSON.stringify(repoUid)}, which CreateRepo would replace`, {
+          metadata: { method: `${Registry.typeName}/CreateRepo`, capabilities: "CAP_REPO_UPDATE", scope: repoUid },
+        });
+      }
+    };
+  };
+
   const withReadme = async (row: Parameters<typeof repoToV1>[0]) => repoToV1(row, await ctx.store.repoReadmes.get(row.uid));
 
   const checkCharts = (charts: readonly HelmChart[]): HelmChartRecord[] => {
@@ -133,16 +158,18 @@ export function createRegistryV1Service(ctx: ServiceContext): Partial<RegistryIm
       return { items: rows.map((r) => repoToV1(r, readmes.get(r.uid))) };
     },
 
-    async createRepo(req) {
+    async createRepo(req, context) {
       requireValid(checkUidp("parent_id", req.parentId));
       if (!req.repo) throw invalidField("repo", "is required");
       const fields = v1RepoFields(req.repo, "repo.");
-      const existing = req.preventExisting ? undefined : (await ctx.store.repos.listAll({ uidp: { childrenOf: req.parentId }, name: fields.name }, 1))[0];
+      if (req.preventExisting) {
+        await keepReadme(req.repo.readme, "repo.readme", undefined);
+        return withReadme(await ctx.store.repos.create(req.parentId, fields, ctx.now()));
+      }
+      const existing = (await ctx.store.repos.listAll({ uidp: { childrenOf: req.parentId }, name: fields.name }, 1))[0];
       await keepReadme(req.repo.readme, "repo.readme", existing?.uid);
-      const row = req.preventExisting
-        ? await ctx.store.repos.create(req.parentId, fields, ctx.now())
-        : await ctx.store.repos.upsert(req.parentId, fields, ctx.now());
-      return withReadme(row);
+      const mayUpdate = await updateRightCheck(context);
+      return withReadme(await ctx.store.repos.upsert(req.parentId, fields, ctx.now(), mayUpdate));
     },
 
     async updateRepo(req) {
