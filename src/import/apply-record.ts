@@ -7,19 +7,28 @@
  *   {"parent": "<repo uid>", "tag": {Tag JSON}}
  *   {"parent": "<group uid>", "repo_name": "nginx", "tag": {Tag JSON}}
  *   {"parent": "<group uid>", "advisory": {Advisory JSON, events included}, "origin": "..."}
+ *   {"parent": "<repo uid>", "readme": {RepoReadme JSON}}            (or repo_name, as a tag)
+ *   {"parent": "<repo uid>", "eol_tag": {v1 EolTag JSON, by name}}    (or repo_name, as a tag)
  *
  * plus OSV documents (osv.ts). `parent` may be left out when `--group` is given (for a tag,
  * with repo_name). Unknown keys are rejected. Output-only fields of repos and tags (uid,
  * timestamps) are ignored; an advisory's timestamps are kept, as feeds carry them.
  */
-import { fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { RepoSchema } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
+import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { EolGracePeriodStatus, EolTagSchema, EolTagStatus, PackageVersionSchema } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
+import { RepoReadmeSchema, RepoSchema } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { TagSchema } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import { AdvisorySchema } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { and, eq } from "drizzle-orm";
 import { type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
+import { checkReadme, checkTagName } from "../services/registry/validate.js";
+import { upsertEolTagInTx } from "../store/eol-tags.js";
+import { putReadmeInTx } from "../store/repo-readmes.js";
+import { tags } from "../store/schema.js";
 import { repoFields } from "../services/registry/repos.js";
 import { tagFields } from "../services/registry/tags.js";
-import { checkUidp, collect } from "../services/validate.js";
+import { checkDescription, checkUidp, collect } from "../services/validate.js";
 import { advisoryFields } from "../services/vulnerabilities/convert.js";
 import { type AdvisoryFields, upsertAdvisoryInTx } from "../store/advisories.js";
 import type { Db } from "../store/db.js";
@@ -37,6 +46,8 @@ const KEYS: Readonly<Record<string, readonly string[]>> = {
   repo: ["parent", "repo"],
   tag: ["parent", "repo_name", "tag"],
   advisory: ["parent", "advisory", "origin"],
+  readme: ["parent", "repo_name", "readme"],
+  eol_tag: ["parent", "repo_name", "eol_tag"],
 };
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -63,6 +74,22 @@ function checkAdvisory(f: AdvisoryFields): void {
 }
 
 /**
+ * The repo a tag, README or end-of-life record belongs to: `parent` names it, or, with
+ * `repo_name`, `parent` (or --group) names its group. @throws NOT_FOUND (no such repo).
+ */
+function repoOf(db: Db, value: Record<string, unknown>, options: ApplyOptions, kind: string): string {
+  if (value.repo_name !== undefined) {
+    if (typeof value.repo_name !== "string") throw new Error("repo_name must be a string");
+    const group = parentOf(value, options);
+    const repo = findRepoByName(db, group, value.repo_name);
+    if (!repo) throw notFound("repo", `${group} ${value.repo_name}`);
+    return repo.uid;
+  }
+  if (value.parent === undefined) throw new Error(`a ${kind} record needs parent (a repo uid) or repo_name`);
+  return parentOf(value, options);
+}
+
+/**
  * Writes one record and returns what happened to each resource it holds.
  * @throws ApiError or Error explaining why the record is rejected.
  */
@@ -85,18 +112,40 @@ export function applyRecord(db: Db, value: unknown, options: ApplyOptions): Upse
     }
     case "tag": {
       const fields = tagFields(fromJson(TagSchema, value.tag as JsonValue));
-      let repoUid: string;
-      if (value.repo_name !== undefined) {
-        if (typeof value.repo_name !== "string") throw new Error("repo_name must be a string");
-        const group = parentOf(value, options);
-        const repo = findRepoByName(db, group, value.repo_name);
-        if (!repo) throw notFound("repo", `${group} ${value.repo_name}`);
-        repoUid = repo.uid;
-      } else {
-        if (value.parent === undefined) throw new Error("a tag record needs parent (a repo uid) or repo_name");
-        repoUid = parentOf(value, options);
-      }
-      return [upsertTagInTx(db, repoUid, fields, options.now).outcome];
+      return [upsertTagInTx(db, repoOf(db, value, options, "tag"), fields, options.now).outcome];
+    }
+    case "readme": {
+      const readme = fromJson(RepoReadmeSchema, value.readme as JsonValue);
+      const v = checkReadme("readme.content", readme.content);
+      if (v) throw invalidArgument([v]);
+      return [putReadmeInTx(db, repoOf(db, value, options, "readme"), readme.content, options.now)];
+    }
+    case "eol_tag": {
+      const eol = fromJson(EolTagSchema, value.eol_tag as JsonValue);
+      const found = collect(
+        checkTagName("eol_tag.name", eol.name),
+        checkDescription("eol_tag.main_package_name", eol.mainPackageName),
+        EolTagStatus[eol.tagStatus] === undefined ? { field: "eol_tag.tag_status", description: "is not a known EolTagStatus" } : undefined,
+        EolGracePeriodStatus[eol.graceStatus] === undefined ? { field: "eol_tag.grace_status", description: "is not a known EolGracePeriodStatus" } : undefined,
+      );
+      if (found.length > 0) throw invalidArgument(found);
+      const repoUid = repoOf(db, value, options, "eol_tag");
+      const tag = db.select({ uid: tags.uid }).from(tags).where(and(eq(tags.repoUid, repoUid), eq(tags.name, eol.name))).get();
+      if (!tag) throw notFound("tag", `${repoUid} ${eol.name}`);
+      return [
+        upsertEolTagInTx(
+          db,
+          tag.uid,
+          {
+            mainPackageName: eol.mainPackageName,
+            tagStatus: eol.tagStatus,
+            graceStatus: eol.graceStatus,
+            gracePeriodExpiry: eol.gracePeriodExpiryDate ? Number(timestampMs(eol.gracePeriodExpiryDate)) : undefined,
+            mainPackageVersion: eol.mainPackageVersion ? JSON.stringify(toJson(PackageVersionSchema, eol.mainPackageVersion)) : undefined,
+          },
+          options.now,
+        ),
+      ];
     }
     default: {
       if (value.origin !== undefined && typeof value.origin !== "string") throw new Error("origin must be a string");

@@ -12,6 +12,10 @@ import { createGroupInvitesRepository, type GroupInvitesRepository } from "../st
 import { createGroupsRepository, type GroupsRepository } from "../store/groups.js";
 import { createIdentitiesRepository, type IdentitiesRepository } from "../store/identities.js";
 import { createIdentityProvidersRepository, type IdentityProvidersRepository } from "../store/identity-providers.js";
+import { createEolTagsRepository, type EolTagsRepository } from "../store/eol-tags.js";
+import { createRegistrySettingsRepository, type RegistrySettingsRepository } from "../store/registry-settings.js";
+import { createRepoDeploymentsRepository, type RepoDeploymentsRepository } from "../store/repo-deployments.js";
+import { createRepoReadmesRepository, type RepoReadmesRepository } from "../store/repo-readmes.js";
 import { createReposRepository, type ReposRepository } from "../store/repos.js";
 import { createRoleBindingsRepository, type RoleBindingsRepository } from "../store/role-bindings.js";
 import { createRolesRepository, type RolesRepository } from "../store/roles.js";
@@ -32,6 +36,10 @@ export interface ServiceContext {
     readonly groupInvites: GroupInvitesRepository;
     readonly repos: ReposRepository;
     readonly tags: TagsRepository;
+    readonly repoReadmes: RepoReadmesRepository;
+    readonly repoDeployments: RepoDeploymentsRepository;
+    readonly registrySettings: RegistrySettingsRepository;
+    readonly eolTags: EolTagsRepository;
     readonly advisories: AdvisoriesRepository;
   };
   readonly pageTokens: PageTokenCodec;
@@ -52,6 +60,10 @@ export function createServiceContext(db: Db, now: () => number): ServiceContext 
       groupInvites: createGroupInvitesRepository(db),
       repos: createReposRepository(db),
       tags: createTagsRepository(db),
+      repoReadmes: createRepoReadmesRepository(db),
+      repoDeployments: createRepoDeploymentsRepository(db),
+      registrySettings: createRegistrySettingsRepository(db),
+      eolTags: createEolTagsRepository(db),
       advisories: createAdvisoriesRepository(db),
     },
     pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),

@@ -132,6 +132,12 @@ export interface ReposRepository {
   get(uid: string): Promise<RepoRecord | undefined>;
   /** @throws NOT_FOUND (group), ALREADY_EXISTS (name taken in the group). */
   create(parentUid: string, fields: RepoFields, now: number): Promise<RepoRecord>;
+  /**
+   * Creates the group's repo of that name or replaces its fields (v1 CreateRepo). `mayReplace`
+   * runs in the transaction on the repo about to be replaced; it throws to refuse.
+   * @throws NOT_FOUND (group), or what `mayReplace` throws.
+   */
+  upsert(parentUid: string, fields: RepoFields, now: number, mayReplace?: (existingUid: string) => void): Promise<RepoRecord>;
   /** @throws NOT_FOUND, ALREADY_EXISTS (renamed onto another repo's name). */
   update(uid: string, changes: RepoChanges, now: number): Promise<RepoRecord>;
   /** Deletes the repo and its tags in one transaction. @throws NOT_FOUND. */
@@ -165,6 +171,14 @@ export function createReposRepository(db: Db): ReposRepository {
       return groupCommit(db, (tx) => {
         requireGroup(tx, parentUid);
         if (findRepoByName(tx, parentUid, fields.name)) throw nameTaken(fields.name);
+        return upsertRepoInTx(tx, parentUid, fields, now).row;
+      });
+    },
+
+    async upsert(parentUid, fields, now, mayReplace) {
+      return groupCommit(db, (tx) => {
+        const existing = findRepoByName(tx, parentUid, fields.name);
+        if (existing) mayReplace?.(existing.uid);
         return upsertRepoInTx(tx, parentUid, fields, now).row;
       });
     },

@@ -294,6 +294,80 @@ export const tags = sqliteTable(
 );
 
 /**
+ * Each digest a tag has pointed at, from the time it moved there (v1 ListTagHistory). Written
+ * by every tag writer in the same transaction as the tag (tags.ts `recordTagMove`): a new
+ * tag and a tag whose digest changed get a row; deprecating or relabelling does not. `seq`
+ * orders moves within the same millisecond. Goes with its tag.
+ */
+export const tagHistory = sqliteTable(
+  "tag_history",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    tagUid: text("tag_uid")
+      .notNull()
+      .references(() => tags.uid, { onDelete: "cascade" }),
+    digest: text("digest").notNull(),
+    moveTime: integer("move_time").notNull(),
+  },
+  (t) => [index("tag_history_tag_time_idx").on(t.tagUid, t.moveTime, t.seq)],
+);
+
+/**
+ * The README of a repo (Markdown, at most README_MAX_BYTES), one row per repo that has one;
+ * kept out of `repos` so repo lists never read it. Goes with its repo.
+ */
+export const repoReadmes = sqliteTable("repo_readmes", {
+  repoUid: text("repo_uid")
+    .primaryKey()
+    .references(() => repos.uid, { onDelete: "cascade" }),
+  content: text("content").notNull(),
+  updateTime: integer("update_time").notNull(),
+});
+
+/**
+ * How a repo is deployed (v1 Deployment): its Helm charts as a JSON array of
+ * {source?, repo, chart?}. At most one per repo; goes with its repo.
+ */
+export const repoDeployments = sqliteTable("repo_deployments", {
+  repoUid: text("repo_uid")
+    .primaryKey()
+    .references(() => repos.uid, { onDelete: "cascade" }),
+  charts: text("charts").notNull().default("[]"),
+  createTime: integer("create_time").notNull(),
+  updateTime: integer("update_time").notNull(),
+});
+
+/**
+ * Registry defaults of an organization (v1 RegistrySettings). A missing row reads as the
+ * defaults (both false). Goes with its group.
+ */
+export const registrySettings = sqliteTable("registry_settings", {
+  groupUid: text("group_uid")
+    .primaryKey()
+    .references(() => groups.uid, { onDelete: "cascade" }),
+  uniqueTags: integer("unique_tags", { mode: "boolean" }).notNull().default(false),
+  eolGracePeriod: integer("eol_grace_period", { mode: "boolean" }).notNull().default(false),
+  updateTime: integer("update_time").notNull(),
+});
+
+/**
+ * End-of-life facts about a tag's main package (v1 ListEolTags), loaded by `trellis import`:
+ * Trellis has no package feed of its own. `mainPackageVersion` is the v1 PackageVersion as
+ * proto JSON, uninterpreted. Goes with its tag.
+ */
+export const eolTags = sqliteTable("eol_tags", {
+  tagUid: text("tag_uid")
+    .primaryKey()
+    .references(() => tags.uid, { onDelete: "cascade" }),
+  mainPackageName: text("main_package_name").notNull().default(""),
+  tagStatus: integer("tag_status").notNull().default(0),
+  graceStatus: integer("grace_status").notNull().default(0),
+  gracePeriodExpiry: integer("grace_period_expiry"),
+  mainPackageVersion: text("main_package_version"),
+  updateTime: integer("update_time").notNull(),
+});
+
+/**
  * Vulnerability advisories under a group (uid = group uid + "/" + 16 hex), read-only over the
  * API and written by `trellis import`. One advisory is one (advisory_id, artifact_name) in a
  * group, which is the import's identity key. `aliases` and `severities` are JSON for output;
@@ -396,5 +470,9 @@ export type AccountAssociationRow = typeof accountAssociations.$inferSelect;
 export type GroupInviteRow = typeof groupInvites.$inferSelect;
 export type RepoRow = typeof repos.$inferSelect;
 export type TagRow = typeof tags.$inferSelect;
+export type TagHistoryRow = typeof tagHistory.$inferSelect;
+export type RepoDeploymentRow = typeof repoDeployments.$inferSelect;
+export type RegistrySettingsRow = typeof registrySettings.$inferSelect;
+export type EolTagRow = typeof eolTags.$inferSelect;
 export type AdvisoryRow = typeof advisories.$inferSelect;
 export type AdvisoryEventRow = typeof advisoryEvents.$inferSelect;

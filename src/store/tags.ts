@@ -3,10 +3,12 @@
  *
  * A tag lives under a repo and is unique by name there; writing a tag that exists moves it
  * (CreateTag is an upsert, as published). Generated tags are classified on write
- * (`generatedKind`) so ListTags filters them with an indexed equality. No proto types here.
+ * (`generatedKind`) so ListTags filters them with an indexed equality. Every writer records
+ * the tag's moves in `tag_history` in the same transaction (`recordTagMove`). No proto types
+ * here.
  */
-import { and, eq, gte, inArray, sql } from "drizzle-orm";
-import { notFound } from "../errors/api-error.js";
+import { and, asc, count, desc, eq, gte, inArray, lt, max, notInArray, sql } from "drizzle-orm";
+import { alreadyExists, notFound } from "../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import {
@@ -22,7 +24,7 @@ import {
   withinShape,
 } from "./list-query.js";
 import { requireRepo, type UpsertOutcome } from "./repos.js";
-import { type TagRow, tags } from "./schema.js";
+import { tagHistory, type TagRow, tags } from "./schema.js";
 import { newUidp } from "./uidp.js";
 
 /** Classes of build-system tags ListTags leaves out unless asked (tags.proto). */
@@ -95,15 +97,80 @@ export function upsertTagInTx(tx: Db, repoUid: string, fields: TagFields, now: n
   if (!existing) {
     const row: TagRow = { uid: newUidp(repoUid), repoUid, ...values, updateTime: now };
     tx.insert(tags).values(row).run();
+    recordTagMove(tx, row.uid, row.digest, now);
     return { row: toTagRecord(row), outcome: "loaded" };
   }
-  if (existing.digest === values.digest && existing.deprecated === values.deprecated && existing.bundles === values.bundles) {
-    return { row: toTagRecord(existing), outcome: "unchanged" };
+  return rewriteTag(tx, existing, values, now);
+}
+
+/** Writes `values` over an existing tag, or nothing when they change nothing. */
+function rewriteTag(tx: Db, existing: TagRow, values: Omit<TagRow, "uid" | "repoUid" | "updateTime">, now: number) {
+  if (
+    existing.name === values.name &&
+    existing.digest === values.digest &&
+    existing.deprecated === values.deprecated &&
+    existing.bundles === values.bundles
+  ) {
+    return { row: toTagRecord(existing), outcome: "unchanged" as UpsertOutcome };
   }
   const row: TagRow = { ...existing, ...values, updateTime: now };
   tx.update(tags).set(row).where(eq(tags.uid, existing.uid)).run();
-  return { row: toTagRecord(row), outcome: "updated" };
+  if (existing.digest !== values.digest) recordTagMove(tx, row.uid, row.digest, now);
+  return { row: toTagRecord(row), outcome: "updated" as UpsertOutcome };
 }
+
+/**
+ * Appends "from `now` on, the tag points at `digest`" to its history. Only a new tag or a
+ * changed digest is a move (deprecating or relabelling a tag is not). Runs in the writer's
+ * transaction, so a tag and its history never disagree.
+ */
+export function recordTagMove(tx: Db, tagUid: string, digest: string, now: number): void {
+  tx.insert(tagHistory).values({ tagUid, digest, moveTime: now }).run();
+}
+
+/**
+ * v1 UpdateTag: replaces every caller-set field of the tag `uid` (a PUT). Renaming onto a
+ * name the repo already uses is ALREADY_EXISTS. @throws NOT_FOUND.
+ */
+export function replaceTagInTx(tx: Db, uid: string, fields: TagFields, now: number): TagRecord {
+  const existing = tx.select().from(tags).where(eq(tags.uid, uid)).get();
+  if (!existing) throw notFound("tag", uid);
+  if (fields.name !== existing.name) {
+    const clash = tx
+      .select({ uid: tags.uid })
+      .from(tags)
+      .where(and(eq(tags.repoUid, existing.repoUid), eq(tags.name, fields.name)))
+      .get();
+    if (clash) throw alreadyExists("tag", fields.name, `the repo already has a tag named ${JSON.stringify(fields.name)}`);
+  }
+  const values = {
+    name: fields.name,
+    digest: fields.digest,
+    deprecated: fields.deprecated,
+    bundles: JSON.stringify(fields.bundles),
+    generated: generatedKind(fields.name),
+  };
+  return rewriteTag(tx, existing, values, now).row;
+}
+
+/** One move of a tag: from `moveTime` on it pointed at `digest`. */
+export interface TagMove {
+  readonly digest: string;
+  readonly moveTime: number;
+}
+
+/** What GetRepoTagsSummary reports of a repo's tags (the included classes only). */
+export interface TagsSummary {
+  readonly tagCount: number;
+  /** Undefined when the repo has no matching tag. */
+  readonly lastUpdated?: number;
+  readonly latestTag?: TagRecord;
+  /** The longest other tag name on latestTag's digest ("" when none). */
+  readonly latestVersion: string;
+}
+
+/** Tag names never reported as a "version" of the latest tag. */
+const NOT_VERSIONS = ["latest", "latest-dev"];
 
 export interface TagsRepository {
   get(uid: string): Promise<TagRecord | undefined>;
@@ -115,6 +182,15 @@ export interface TagsRepository {
   count(filter: TagListFilter): Promise<number>;
   /** Every match in uid order, at most `max + 1` rows (the unpaged v1 list). */
   listAll(filter: TagListFilter, max: number): Promise<TagRecord[]>;
+  /** v1 UpdateTag (full replacement). @throws NOT_FOUND, ALREADY_EXISTS (renamed onto a taken name). */
+  replace(uid: string, fields: TagFields, now: number): Promise<TagRecord>;
+  /**
+   * The tag's moves with `start <= moveTime < end`, newest first, at most `max + 1`.
+   * @throws NOT_FOUND (tag).
+   */
+  history(uid: string, range: { readonly start?: number; readonly end?: number }, max: number): Promise<TagMove[]>;
+  /** @throws NOT_FOUND (repo). */
+  summary(repoUid: string, include: readonly GeneratedTag[]): Promise<TagsSummary>;
 }
 
 /** The WHERE of a tag list; exported for the query-plan test. */
@@ -177,6 +253,56 @@ export function createTagsRepository(db: Db): TagsRepository {
         .limit(max + 1)
         .all()
         .map(toTagRecord);
+    },
+
+    async replace(uid, fields, now) {
+      return groupCommit(db, (tx) => replaceTagInTx(tx, uid, fields, now));
+    },
+
+    async history(uid, range, limit) {
+      const found = getStmt.get({ uid });
+      if (!found) throw notFound("tag", uid);
+      return db
+        .select({ digest: tagHistory.digest, moveTime: tagHistory.moveTime })
+        .from(tagHistory)
+        .where(
+          and(
+            eq(tagHistory.tagUid, uid),
+            range.start !== undefined ? gte(tagHistory.moveTime, range.start) : undefined,
+            range.end !== undefined ? lt(tagHistory.moveTime, range.end) : undefined,
+          ),
+        )
+        .orderBy(desc(tagHistory.moveTime), desc(tagHistory.seq))
+        .limit(limit + 1)
+        .all();
+    },
+
+    async summary(repoUid, include) {
+      // Synchronous reads, one after another in the same turn: no write of this server comes
+      // between them, so the count, the latest tag and its versions agree.
+      const tx = db;
+      {
+        requireRepo(tx, repoUid);
+        const matching = and(
+          eq(tags.repoUid, repoUid),
+          include.length >= 3 ? undefined : inArray(tags.generated, [GeneratedTag.None, ...include]),
+        );
+        const totals = tx.select({ n: count(), last: max(tags.updateTime) }).from(tags).where(matching).get();
+        const n = totals?.n ?? 0;
+        if (n === 0) return { tagCount: 0, latestVersion: "" };
+        const latest =
+          tx.select().from(tags).where(and(matching, eq(tags.name, "latest"))).get() ??
+          tx.select().from(tags).where(matching).orderBy(desc(tags.updateTime), desc(tags.uid)).limit(1).get();
+        if (!latest) return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestVersion: "" };
+        const version = tx
+          .select({ name: tags.name })
+          .from(tags)
+          .where(and(matching, eq(tags.digest, latest.digest), notInArray(tags.name, [...NOT_VERSIONS, latest.name])))
+          .orderBy(desc(sql`length(${tags.name})`), asc(tags.name))
+          .limit(1)
+          .get();
+        return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestTag: toTagRecord(latest), latestVersion: version?.name ?? "" };
+      }
     },
   };
 }

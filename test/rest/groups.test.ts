@@ -169,8 +169,13 @@ describe("routing from the google.api.http rules", () => {
     expect(batch.status).toBe(400);
     const violations = batch.body.details.find((d: { "@type": string }) => d["@type"].endsWith("BadRequest"));
     expect(violations.fieldViolations.map((v: { field: string }) => v.field)).toContain("requests");
-    expect(await reached("GET", `/registry/v2beta1/repos/${uid}/0123456789abcdef/readme`)).toBe(
-      "chainguard.platform.registry.v2beta1.ReposService/GetRepoReadme",
+    // GetRepoReadme is built: the `/readme` route answers a README, never GetRepo's repo.
+    const org = (await call("POST", "/iam/v2beta1/groups", { name: "readme route" })).body.uid;
+    const made = (await call("POST", `/registry/v2beta1/repos/${org}`, { name: "routed" })).body.uid;
+    expect(await call("GET", `/registry/v2beta1/repos/${made}/readme`)).toMatchObject({ status: 200, body: { uid: made, content: "" } });
+    // A literal tail beats the `{repo_id=**}` of the repo routes (GetSize answers UNIMPLEMENTED).
+    expect(await reached("GET", `/registry/v1/repos/${uid}/0123456789abcdef/digests/sha256:${"a".repeat(64)}/size`)).toBe(
+      "chainguard.platform.registry.Registry/GetSize",
     );
     // GetRepo is built: the wildcard route reaches it and it answers "no such repo", not "no route".
     const repo = await call("GET", `/registry/v2beta1/repos/${uid}/0123456789abcdef`);

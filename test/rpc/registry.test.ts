@@ -193,9 +193,4 @@ describe.each(rpcTransports)("registry over $name", (transport) => {
     await repos.deleteRepo({ uid: repo.uid });
     expect((await tags.listTags({ uidp: children, includeReferrers: true, includeDates: true, includeEpochs: true })).tags).toEqual([]);
   });
-
-  it("answers UNIMPLEMENTED for the README methods", async () => {
-    const err = asConnectError(await repos.getRepoReadme({ uid: `${org}/0123456789abcdef` }).catch((e) => e));
-    expect(err.code).toBe(Code.Unimplemented);
-  });
 });

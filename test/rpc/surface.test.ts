@@ -26,6 +26,7 @@ import { type DescField, type DescMethodUnary, type DescService, fromJson, type 
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
+import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { apiServices } from "../../src/server/routes.js";
@@ -188,6 +189,37 @@ describe(`every declared method on every door (${METHODS.length} methods × ${ca
     const summary = (o: CallOutcome) => (o.ok ? "OK" : `${o.code} ${o.reason}`);
     const first = summary(seen[0]!.out);
     for (const s of seen) expect(`${s.door}: ${summary(s.out)}`).toBe(`${s.door}: ${first}`);
+  });
+});
+
+describe("methods served from local state", () => {
+  // The registry's local-state methods are all built: of the v1 Registry only the image
+  // content methods (below) answer UNIMPLEMENTED, and every ReposService method is served.
+  it("leaves no v1 Registry or v2beta1 ReposService method unbuilt", () => {
+    const registryServices = new Set([Registry.typeName, ReposService.typeName]);
+    expect(notBuilt.filter((m) => registryServices.has(m.parent.typeName)).map(fullName)).toEqual([]);
+    const served = Registry.methods.filter((m) => !(m.localName in IMAGE_CONTENT_NEEDS));
+    expect(served.map((m) => m.name).sort()).toEqual(
+      [
+        "CreateDeployment",
+        "CreateRepo",
+        "CreateTag",
+        "DeleteRepo",
+        "DeleteTag",
+        "GetDeployment",
+        "GetRegistrySettings",
+        "GetRepoCountBySource",
+        "GetRepoTagsSummary",
+        "ListEolTags",
+        "ListRepos",
+        "ListTagHistory",
+        "ListTags",
+        "UpdateDeployment",
+        "UpdateRegistrySettings",
+        "UpdateRepo",
+        "UpdateTag",
+      ].sort(),
+    );
   });
 });
 

@@ -37,11 +37,12 @@ export function catalogTierToV1(tier: number): CatalogTierV1 {
   return tier >= 1 && tier <= 6 ? ((tier + 3) as CatalogTierV1) : CatalogTierV1.UNKNOWN;
 }
 
-/** The v1 Repo shape: `id`, no update_time, README inline (Trellis stores none, so ""). */
-export function repoToV1(row: RepoRecord): RepoV1 {
+/** The v1 Repo shape: `id`, no update_time, the README inline. */
+export function repoToV1(row: RepoRecord, readme = ""): RepoV1 {
   return create(RepoV1Schema, {
     id: row.uid,
     name: row.name,
+    readme,
     catalogTier: catalogTierToV1(row.catalogTier),
     bundles: [...row.bundles],
     aliases: [...row.aliases],
@@ -60,6 +61,15 @@ export function tagToProto(row: TagRecord): Tag {
     bundles: [...row.bundles],
     updateTime: timestampFromMs(row.updateTime),
   });
+}
+
+/**
+ * v1 CatalogTier → v2beta1 number (the inverse of catalogTierToV1); undefined for the
+ * retired 1-3 and unknown numbers, which a write refuses.
+ */
+export function catalogTierFromV1(tier: number): number | undefined {
+  if (tier === CatalogTierV1.UNKNOWN) return 0;
+  return tier >= 4 && tier <= 9 ? tier - 3 : undefined;
 }
 
 /** The v1 Tag shape: `id`, `last_updated`. */

@@ -3,14 +3,17 @@
  *
  * Handlers validate, call src/store/repos.ts, convert. `sync_config` (mirroring another
  * registry's repo) and `custom_overlay` (image assembly) need systems Trellis does not have:
- * setting them is INVALID_ARGUMENT rather than silently dropped. GetRepoReadme and
- * UpdateRepoReadme are not implemented (the pipeline answers UNIMPLEMENTED).
+ * setting them is INVALID_ARGUMENT rather than silently dropped. The README is its own
+ * document (GetRepoReadme / UpdateRepoReadme, src/store/repo-readmes.ts), at most
+ * README_MAX_BYTES of Markdown.
  */
+import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   CatalogTier,
   ListReposRequestSchema,
   type Repo,
+  RepoReadmeSchema,
   RepoSchema,
   type ReposService,
 } from "../../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
@@ -23,7 +26,7 @@ import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkUidp, collect, requireValid } from "../validate.js";
 import { repoToProto } from "./convert.js";
-import { checkAlias, checkBundle, checkEach, checkRepoName, checkTagName } from "./validate.js";
+import { checkAlias, checkBundle, checkEach, checkReadme, checkRepoName, checkTagName } from "./validate.js";
 
 const REPO_ORDERS: Readonly<Record<string, RepoOrder>> = {
   uid: "uid",
@@ -38,32 +41,39 @@ const MUTABLE = ["name", "description", "catalog_tier", "bundles", "aliases", "a
 
 const UNSUPPORTED = "is not supported by this server (no registry mirroring or image assembly)";
 
-/** Violations of one repo field, by proto name; also used by the importer. */
-export function repoFieldViolations(repo: Repo, field: (typeof MUTABLE)[number]): FieldViolation[] {
+/**
+ * Violations of one repo field, by proto name; also used by the importer and the v1 writes.
+ * `at` is the path of the repo in the request ("repo." in a create, "" when the request is
+ * the repo itself, as in v1 UpdateRepo).
+ */
+export function repoFieldViolations(repo: Repo, field: (typeof MUTABLE)[number], at = "repo."): FieldViolation[] {
   switch (field) {
     case "name":
-      return collect(checkRepoName("repo.name", repo.name));
+      return collect(checkRepoName(`${at}name`, repo.name));
     case "description":
-      return collect(checkDescription("repo.description", repo.description));
+      return collect(checkDescription(`${at}description`, repo.description));
     case "catalog_tier":
-      return CatalogTier[repo.catalogTier] === undefined ? [{ field: "repo.catalog_tier", description: "is not a known CatalogTier" }] : [];
+      return CatalogTier[repo.catalogTier] === undefined ? [{ field: `${at}catalog_tier`, description: "is not a known CatalogTier" }] : [];
     case "bundles":
-      return checkEach("repo.bundles", repo.bundles, checkBundle);
+      return checkEach(`${at}bundles`, repo.bundles, checkBundle);
     case "aliases":
-      return checkEach("repo.aliases", repo.aliases, checkAlias);
+      return checkEach(`${at}aliases`, repo.aliases, checkAlias);
     case "active_tags":
-      return checkEach("repo.active_tags", repo.activeTags, checkTagName);
+      return checkEach(`${at}active_tags`, repo.activeTags, checkTagName);
     case "sync_config":
-      return repo.syncConfig ? [{ field: "repo.sync_config", description: UNSUPPORTED }] : [];
+      return repo.syncConfig ? [{ field: `${at}sync_config`, description: UNSUPPORTED }] : [];
     case "custom_overlay":
-      return repo.customOverlay ? [{ field: "repo.custom_overlay", description: UNSUPPORTED }] : [];
+      return repo.customOverlay ? [{ field: `${at}custom_overlay`, description: UNSUPPORTED }] : [];
   }
 }
 
-/** Validates a whole repo for create/import and returns its store fields. @throws INVALID_ARGUMENT. */
-export function repoFields(repo: Repo): RepoFields {
-  const violations = MUTABLE.flatMap((f) => repoFieldViolations(repo, f));
-  if (violations.length > 0) throw invalidArgument(violations);
+/** Every violation of a whole repo (create, import, v1 PUT). */
+export function wholeRepoViolations(repo: Repo, at = "repo."): FieldViolation[] {
+  return MUTABLE.flatMap((f) => repoFieldViolations(repo, f, at));
+}
+
+/** The store fields of a repo that passed wholeRepoViolations. */
+export function toRepoFields(repo: Repo): RepoFields {
   return {
     name: repo.name,
     description: repo.description,
@@ -72,6 +82,13 @@ export function repoFields(repo: Repo): RepoFields {
     aliases: repo.aliases,
     activeTags: repo.activeTags,
   };
+}
+
+/** Validates a whole repo for create/import and returns its store fields. @throws INVALID_ARGUMENT. */
+export function repoFields(repo: Repo): RepoFields {
+  const violations = wholeRepoViolations(repo);
+  if (violations.length > 0) throw invalidArgument(violations);
+  return toRepoFields(repo);
 }
 
 export function createReposService(ctx: ServiceContext): Partial<ServiceImpl<typeof ReposService>> {
@@ -113,6 +130,23 @@ export function createReposService(ctx: ServiceContext): Partial<ServiceImpl<typ
       requireValid(checkUidp("uid", req.uid));
       await store.delete(req.uid);
       return {};
+    },
+
+    async getRepoReadme(req) {
+      requireValid(checkUidp("uid", req.uid));
+      return create(RepoReadmeSchema, { uid: req.uid, content: await ctx.store.repoReadmes.get(req.uid) });
+    },
+
+    async updateRepoReadme(req) {
+      const readme = req.repoReadme;
+      if (!readme) throw invalidField("repo_readme", "is required");
+      requireValid(checkUidp("repo_readme.uid", readme.uid));
+      const paths = resolveUpdatePaths(RepoReadmeSchema, readme, req.updateMask, { mutable: ["content"] });
+      if (!paths.includes("content")) {
+        return create(RepoReadmeSchema, { uid: readme.uid, content: await ctx.store.repoReadmes.get(readme.uid) });
+      }
+      requireValid(checkReadme("repo_readme.content", readme.content));
+      return create(RepoReadmeSchema, { uid: readme.uid, content: await ctx.store.repoReadmes.put(readme.uid, readme.content, ctx.now()) });
     },
 
     async listRepos(req, context) {

@@ -22,11 +22,15 @@ const TAG_ORDERS: Readonly<Record<string, TagOrder>> = {
   updated_at: "update_time",
 };
 
-/** Validates a tag for create/import and returns its store fields. @throws INVALID_ARGUMENT. */
-export function tagFields(tag: Tag): TagFields {
+/**
+ * Validates a tag for create/import/v1 PUT and returns its store fields. `at` is the tag's
+ * path in the request ("" when the request is the tag, as in v1 UpdateTag).
+ * @throws INVALID_ARGUMENT.
+ */
+export function tagFields(tag: Pick<Tag, "name" | "digest" | "deprecated" | "bundles">, at = "tag."): TagFields {
   const violations = [
-    ...collect(checkTagName("tag.name", tag.name), checkDigest("tag.digest", tag.digest)),
-    ...checkEach("tag.bundles", tag.bundles, checkBundle),
+    ...collect(checkTagName(`${at}name`, tag.name), checkDigest(`${at}digest`, tag.digest)),
+    ...checkEach(`${at}bundles`, tag.bundles, checkBundle),
   ];
   if (violations.length > 0) throw invalidArgument(violations);
   return { name: tag.name, digest: tag.digest, deprecated: tag.deprecated, bundles: tag.bundles };
