@@ -12,7 +12,7 @@
  * template shape (literals, `*`, `**`; variable names do not count) and the same verb — the
  * error names both methods.
  *
- * Matching (http.proto leaves all of this open; ../shared/transcoding.md §2, §8):
+ * Matching (http.proto leaves all of this open; docs/rest.md "Routing"):
  * - Routing runs on the RAW path, split at '/'. Literal segments compare percent-decoded.
  *   Each variable is decoded on its own after the match, fully, `%2F` included: a
  *   multi-segment one (`**` or a multi-segment pattern) holds a uid whose '/' a client may

@@ -1,5 +1,5 @@
 /**
- * Groups over REST/JSON exactly as the spec writes it (§4, §7), plus the transcoding rules
+ * Groups over REST/JSON exactly as the published API answers (docs/published-api.md "Update masks", "Errors"), plus the transcoding rules
  * (routing, binding, rendering) checked on the real protos. Every rejected request asserts
  * the database is unchanged.
  */
