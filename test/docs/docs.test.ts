@@ -183,12 +183,28 @@ for (const doc of DOCS) {
 describe("the docs-test markers", () => {
   it("fail a skip without a reason, an unknown directive and a marker without a block", () => {
     const parsed = parseShellBlocks(
-      ["<!-- docs-test: skip -->", "```sh", "true", "```", "<!-- docs-test: run-twice -->", "```sh", "true", "```", "<!-- docs-test: skip (x) -->", "text", "```sh", "```"].join("\n"),
+      [
+        "<!-- docs-test: skip -->",
+        "```sh",
+        "true",
+        "```",
+        "<!-- docs-test: run-twice -->",
+        "```sh",
+        "true",
+        "```",
+        "<!-- docs-test: skip (x) -->",
+        "text",
+        "```sh",
+        "```",
+        "<!-- docs-test: skip (x) --> and more",
+        "Prose may name `<!-- docs-test: skip (reason) -->` inline.",
+      ].join("\n"),
     );
     expect(parsed.problems).toEqual([
       'line 1: "skip" needs a reason: <!-- docs-test: skip (why) -->',
       'line 5: unknown docs-test directive "run-twice" (use "skip (reason)" or "id NAME")',
       "line 9: docs-test marker is not followed by a shell block",
+      'line 13: a docs-test marker must be a whole line "<!-- docs-test: ... -->"',
     ]);
   });
 

@@ -45,7 +45,7 @@ export function parseShellBlocks(markdown: string): ParsedDoc {
       pending = { line: i + 1, ...parseDirective((marker[1] as string).trim(), i + 1, problems) };
       continue;
     }
-    if (line.includes("docs-test")) problems.push(`line ${i + 1}: a docs-test marker must be a whole line "<!-- docs-test: ... -->"`);
+    if (/^\s*<!--.*docs-test/.test(line)) problems.push(`line ${i + 1}: a docs-test marker must be a whole line "<!-- docs-test: ... -->"`);
     const fence = /^```(\S*)\s*$/.exec(line);
     if (fence) {
       const lang = fence[1] as string;
