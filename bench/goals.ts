@@ -1,5 +1,5 @@
 /**
- * Issue 8 §2's targets, computed from one run's medians. Informational: the bench prints
+ * The performance targets (docs/performance.md "Against the targets"), computed from one run's medians. Informational: the bench prints
  * and records them but never fails on speed (the machine is shared; see docs/performance.md).
  */
 import type { ScenarioResult } from "./report.js";

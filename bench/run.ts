@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- options]`: issue 8's benchmark in one process tree and one run.
+ * `npm run bench [-- options]`: the benchmark (docs/performance.md) in one process tree and one run.
  *
  *   --quick            tiny seed, one short run per scenario, Node loader when wrk/h2load are
  *                      missing; asserts nothing about speed, fails if any scenario errors (CI)

@@ -1,5 +1,5 @@
 /**
- * The scenarios of issue 8 §1, each with the ceiling it is compared to. GetGroup asks for the
+ * The benchmark's scenarios (docs/performance.md), each with the ceiling it is compared to. GetGroup asks for the
  * same third-level group on every door, so the doors differ only in protocol handling.
  */
 import { create, toBinary } from "@bufbuild/protobuf";

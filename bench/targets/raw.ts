@@ -3,7 +3,7 @@
  * scenarios: what better-sqlite3 alone costs for the same List page (query + JSON.stringify,
  * the floor under "REST List page") and for one autocommit INSERT with synchronous=FULL
  * (the floor under CreateGroup writes/s). And the auth hooks alone: what token verification
- * adds to a call once its token has been verified (issue 8's ≤ 15 µs target), measured
+ * adds to a call once its token has been verified (the ≤ 15 µs target), measured
  * without the network noise of the end-to-end peer difference.
  */
 import { randomBytes } from "node:crypto";

@@ -4,7 +4,7 @@
  *
  * - The token comes from the `Authorization` request header only (gRPC metadata is the same
  *   header): `Bearer <jwt>`; on gRPC a bare `<jwt>` is accepted too, because the published
- *   Go SDK sends the token as-is there (api-facts §2.1). Anything else, two tokens (also
+ *   Go SDK sends the token as-is there (docs/published-api.md "Credentials"). Anything else, two tokens (also
  *   as two Authorization headers: foldRepeatedAuthorization), or a token in the URL query
  *   is UNAUTHENTICATED.
  * - Methods whose IAM option is `disabled` (the token exchange, which verifies an IdP token
@@ -23,7 +23,7 @@ const BEARER = /^Bearer +(\S+)$/i;
 
 /**
  * Query parameters that carry credentials in other APIs. A request that puts a token in
- * the URL is refused outright (spec §5.6): URLs end up in proxy logs and browser history.
+ * the URL is refused outright (docs/published-api.md "Credentials"): URLs end up in proxy logs and browser history.
  */
 const CREDENTIAL_PARAMS = new Set(["access_token", "token", "id_token", "jwt", "bearer", "authorization", "api_key"]);
 

@@ -37,7 +37,7 @@ import type { TokenIssuer } from "./tokens.js";
 import { tokenRejected } from "./tokens.js";
 import type { TrustConfig } from "./trust-config.js";
 
-/** Lifetime of exchanged tokens (spec §8). */
+/** Lifetime of exchanged tokens (docs/published-api.md "Credentials"). */
 export const EXCHANGED_TOKEN_TTL_S = 60 * 60;
 
 export interface ExchangeDeps {

@@ -1,7 +1,7 @@
 /**
  * Per-method authorization plans, worked out once at start-up from the descriptors: the
  * method option `(chainguard.annotations.iam)` and the request field marked
- * `(chainguard.annotations.iam_scope)` (api-facts §2.2).
+ * `(chainguard.annotations.iam_scope)` (docs/published-api.md "Authorization annotations").
  *
  * Plan kinds:
  * - `disabled`: no token needed (the token exchange).

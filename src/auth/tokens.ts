@@ -6,8 +6,8 @@
  * `operator:<name>`), `aud`, `iat`, `exp`, `jti`, and `trellis_operator: true` on operator
  * tokens.
  *
- * Verification pins everything jose would otherwise let through (reliability.md findings 9
- * and 10): algorithms ["ES256"] (no `none`, no HS256 made with our public key), our issuer,
+ * Verification pins everything jose would otherwise let through (docs/auth.md
+ * "Tokens", docs/security.md "Authentication"): algorithms ["ES256"] (no `none`, no HS256 made with our public key), our issuer,
  * the expected audience, typ, required claims exp/iat/sub, a small clock tolerance, and
  * an `iat` no later than now. Keys come only from our own key set (createLocalJWKSet): an
  * embedded `jwk`/`jku`/`x5u` header is never followed. ANY failure becomes UNAUTHENTICATED

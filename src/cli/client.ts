@@ -53,7 +53,7 @@ export async function connect(cmd: Command, io: Io): Promise<CliContext> {
   const bearer = await apiToken(api, opts.token, io.env);
   const interceptors: Interceptor[] = [];
   if (bearer) {
-    // The token travels in the Authorization header only, never in a URL (spec §5.6).
+    // The token travels in the Authorization header only, never in a URL (docs/published-api.md "Credentials").
     interceptors.push((next) => (req) => {
       req.header.set("authorization", `Bearer ${bearer.token}`);
       return next(req);

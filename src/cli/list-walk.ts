@@ -6,7 +6,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import type { Io } from "./io.js";
 
-/** The server's largest page (spec §8): the fewest round trips for a full walk. */
+/** The server's largest page (docs/published-api.md "Lists"): the fewest round trips for a full walk. */
 export const MAX_PAGE_SIZE = 200;
 
 export interface Page<T> {

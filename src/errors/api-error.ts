@@ -32,7 +32,7 @@ export const GrpcCode = {
 } as const;
 export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 
-/** Canonical code names; ErrorInfo.reason defaults to the name of the code (spec §7). */
+/** Canonical code names; ErrorInfo.reason defaults to the name of the code (docs/published-api.md "Errors"). */
 export const CODE_NAMES: Readonly<Record<number, string>> = {
   1: "CANCELLED",
   2: "UNKNOWN",
@@ -106,7 +106,7 @@ export class ApiError extends Error {
 }
 
 /**
- * INVALID_ARGUMENT with a BadRequest detail. The message follows spec §7:
+ * INVALID_ARGUMENT with a BadRequest detail. The message follows docs/published-api.md "Errors":
  * `Invalid argument: <field>: <violation>` (several violations are joined with "; ").
  */
 export function invalidArgument(violations: readonly FieldViolation[], init: ApiErrorInit = {}): ApiError {
@@ -124,7 +124,7 @@ export function invalidField(field: string, description: string): ApiError {
 
 /**
  * FAILED_PRECONDITION with a PreconditionFailure detail. Message: `Precondition failed: <why>`
- * (spec §7, e.g. `Precondition failed: cannot delete group with child repos`).
+ * (docs/published-api.md "Errors", e.g. `Precondition failed: cannot delete group with child repos`).
  */
 export function failedPrecondition(violation: PreconditionViolation, init: ApiErrorInit = {}): ApiError {
   return new ApiError(GrpcCode.FailedPrecondition, `Precondition failed: ${violation.description}`, {

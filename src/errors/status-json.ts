@@ -1,5 +1,5 @@
 /**
- * google.rpc.Status as JSON: the REST error body (spec §7, AIP-193, grpc-gateway's shape):
+ * google.rpc.Status as JSON: the REST error body (docs/published-api.md "Errors", AIP-193, grpc-gateway's shape):
  *
  *   {"code": 3, "message": "Invalid argument: name: ...",
  *    "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": ..., "domain": ...},

@@ -1,7 +1,7 @@
 /**
  * The boundary where every failure becomes a ConnectError with AIP-193 details.
  *
- * Order of details (spec §7): `google.rpc.ErrorInfo` first (reason + domain + metadata),
+ * Order of details (docs/published-api.md "Errors"): `google.rpc.ErrorInfo` first (reason + domain + metadata),
  * then `BadRequest`, `PreconditionFailure` or `ResourceInfo` as the error carries them.
  * Errors that connect-node or a library raised as ConnectError keep their code and message
  * and gain an ErrorInfo when they lack one. Storage failures (busy, disk full, I/O) are

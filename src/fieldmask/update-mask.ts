@@ -1,5 +1,5 @@
 /**
- * Which fields an Update changes (spec §4 rules 5 and 6, AIP-134).
+ * Which fields an Update changes (docs/published-api.md "Update masks", AIP-134).
  *
  * - An explicit mask (update_mask with at least one path): exactly those fields; `*` means
  *   every field this resource lets an update change (`MaskRules.wildcard`, by default every
@@ -78,7 +78,7 @@ export interface NestedMaskRules extends MaskRules {
 
 /**
  * `resolveUpdatePaths` for resources whose masks reach one level into nested messages
- * (api-facts §1.5: the REST door turns `{"oidc":{"issuer":…}}` into `oidc.issuer`).
+ * (docs/published-api.md "Update masks": the REST door turns `{"oidc":{"issuer":…}}` into `oidc.issuer`).
  *
  * - An explicit mask may name a top-level field (the whole value, message or not) or
  *   `<field>.<sub>` for a field in `rules.nested` (either part snake_case or lowerCamelCase).

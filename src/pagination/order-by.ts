@@ -1,7 +1,7 @@
 /**
  * `order_by` parsing against a per-resource allow-list.
  *
- * Syntax: `<field> [asc|desc]` (spec §4; `%20desc` in URLs). Field names are matched exactly
+ * Syntax: `<field> [asc|desc]` (docs/published-api.md "Lists"; `%20desc` in URLs). Field names are matched exactly
  * (lowercase; the storage spellings `created_at`/`updated_at` and the proto spellings
  * `create_time`/`update_time` are both accepted where a resource allows them); the direction
  * is case-insensitive; surrounding and repeated spaces are tolerated. Anything else is

@@ -1,5 +1,5 @@
 /**
- * Page tokens: opaque, tamper-proof, bound to their query, expiring after 3 days (spec §8).
+ * Page tokens: opaque, tamper-proof, bound to their query, expiring after 3 days (docs/published-api.md "Lists").
  *
  * A token is AES-256-GCM authenticated encryption (node:crypto) of a small JSON state, so it
  * is both unreadable (AIP-158: base64 is not obfuscation) and unforgeable: any change to a

@@ -1,7 +1,7 @@
 /**
  * listPage: the one implementation of List paging used by every List RPC.
  *
- * Contract (spec §4 "Parameters shared by List operations" and rules 1-4, §8):
+ * Contract (docs/published-api.md "Lists"):
  * - page_size: 0 → 50, above 200 → 200, negative → INVALID_ARGUMENT.
  * - order_by: parsed against the resource's allow-list (order-by.ts).
  * - Keyset pagination on (order column, uid), never OFFSET over the whole result, so the
@@ -89,7 +89,7 @@ export async function listPage<Row, K extends string>(
       }
       state = decoded.state;
     }
-    // expired: restart from the first page, as if no token had been sent (spec §7, §8).
+    // expired: restart from the first page, as if no token had been sent (docs/published-api.md "Lists").
   }
 
   const offset = state && req.skip === state.lastSkip ? 0 : req.skip;

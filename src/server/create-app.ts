@@ -130,6 +130,9 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       services: services.map((s) => s.service),
       errorDomain: config.errorDomain,
       maxBodyBytes: LIMITS.maxMessageBytes,
+      // The public URL clients use: the issuer URL (the listen URL unless --issuer-url says
+      // otherwise, e.g. behind a proxy).
+      serverUrl: () => (auth as ReturnType<typeof createAuth>).issuer().issuer,
       screen({ url }) {
         const param = credentialInQuery(url);
         if (param !== undefined) throw tokenInUrlError(param);

@@ -7,7 +7,7 @@
  * unknown key, an undecodable protobuf message, a compressed body that does not decompress.
  * Those carry no details, and the last two can come out as INTERNAL ("parse binary: ...",
  * "decompression failed"), which blames the server for the client's bytes.
- * The spec (§7) says every error starts with google.rpc.ErrorInfo, and hostile bytes must
+ * The published API (docs/published-api.md "Errors") says every error starts with google.rpc.ErrorInfo, and hostile bytes must
  * never be answered INTERNAL (the fault is the sender's). So, on the way out:
  *
  * - an error without details gains ErrorInfo {reason: the code name, domain: ours};

@@ -1,11 +1,11 @@
 /**
- * Field rules shared by the services (published validation, api-facts §11.12, and spec §2).
+ * Field rules shared by the services (published validation, docs/published-api.md "Validation", and docs/published-api.md "Resources").
  * Each returns a FieldViolation or undefined so a handler can report every problem at once.
  */
 import { type FieldViolation, invalidArgument } from "../errors/api-error.js";
 import { isUidp } from "../store/uidp.js";
 
-/** Spec §2: group (and similar) names. */
+/** Group (and similar) names (docs/published-api.md "Validation"). */
 export const NAME_PATTERN = "^[a-z0-9 ._-]{1,}$";
 const NAME_RE = new RegExp(NAME_PATTERN);
 export const NAME_MIN = 3;

@@ -1,7 +1,7 @@
 /**
  * AccountAssociations repository: every read and write of the `account_associations` table.
  *
- * An association belongs to one group and its uid IS that group's uid (api-facts §3), so a
+ * An association belongs to one group and its uid IS that group's uid (docs/published-api.md "Uids"), so a
  * group has at most one. The provider blocks are one JSON column in our own shape
  * (`AccountProviders`). Every check-then-write runs in one BEGIN IMMEDIATE transaction;
  * errors are ApiErrors; no proto types enter here.
@@ -95,7 +95,7 @@ export interface AccountAssociationsRepository {
     plan: (current: AccountAssociationRecord) => AccountAssociationChanges,
     now: number,
   ): Promise<AccountAssociationRecord>;
-  /** Deletes the association if there is one: idempotent (AIP-135, api-facts §11.9). */
+  /** Deletes the association if there is one: idempotent (AIP-135, docs/published-api.md "Creates and deletes"). */
   delete(uid: string): Promise<void>;
   list(filter: AccountAssociationListFilter, page: KeysetQuery<AccountAssociationOrder>): Promise<AccountAssociationRecord[]>;
   count(filter: AccountAssociationListFilter): Promise<number>;

@@ -1,6 +1,6 @@
 /**
  * The built-in (managed) roles every database holds from its first start, and the capability
- * bundles they are made of (api-facts §9.2, §9.3).
+ * bundles they are made of (docs/published-api.md "Roles").
  *
  * The bundles follow the published SDK's `roles.go`, restricted to the capabilities our
  * `chainguard.capabilities.Capability` enum defines: the library, policy, skills, guardener
@@ -10,7 +10,7 @@
  * The store never imports generated code, so capabilities are written here by their enum
  * NAME and resolved through `CAPABILITY_NUMBERS`, a mirror of the enum values used below;
  * test/store/roles.test.ts proves every entry equals the generated enum and is not
- * internal-only. Authorization (issue 5) reuses `BUILT_IN_ROLES` and the bundles.
+ * internal-only. Authorization (src/auth/) reuses `BUILT_IN_ROLES` and the bundles.
  */
 import { createHash } from "node:crypto";
 

@@ -1,5 +1,5 @@
 /**
- * Remembers the result of a List's `count(*)` until the database changes (issue 8: a first
+ * Remembers the result of a List's `count(*)` until the database changes (for speed, docs/performance.md: a first
  * page of 100 000 children spent 74 % of its 4 ms in the count, on every call).
  *
  * The cache is exact, not time-based: an entry is valid only while the database is

@@ -2,7 +2,7 @@
  * Opening the embedded database: one better-sqlite3 connection per process, drizzle on top,
  * migrations applied at start-up.
  *
- * Pinned on every open (reliability.md findings 12-14):
+ * Pinned on every open (docs/architecture.md "Storage"):
  * - journal_mode=WAL, and synchronous=FULL set explicitly, because a reopened WAL database
  *   silently reports NORMAL with this build of SQLite: a revocation lost to a power cut would
  *   re-grant access.
@@ -13,7 +13,7 @@
  *   them with the writes that arrive in the same turn of the event loop (group-commit.ts).
  * An OS-level lock (see `acquireDataDirLock`) refuses a second server on the same data
  * directory and dies with its holder. Refused at start-up rather than served: a file that
- * fails `PRAGMA quick_check` (reliability.md F11), a zero-byte database file (it would be
+ * fails `PRAGMA quick_check` (a damaged file), a zero-byte database file (it would be
  * silently re-initialised with new keys), and a database migrated by a newer build.
  */
 import fs from "node:fs";

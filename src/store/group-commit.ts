@@ -4,7 +4,7 @@
  *
  * Why: with `synchronous=FULL` every COMMIT waits for an fsync of the WAL, and the event loop
  * waits with it (better-sqlite3 is synchronous). CreateGroup managed 339–1 021 writes/s on
- * the bench's shared disk, idle 75 % of the time (docs/performance.md); issue 8 asks for
+ * the bench's shared disk, idle 75 % of the time (docs/performance.md), where the goal was
  * 2 500/s. While one commit blocks the loop, the next requests pile up in the sockets; they
  * are all parsed and authorized in the following turn of the loop and now commit together.
  *

@@ -76,7 +76,7 @@ const ORDER_COLUMNS = {
 
 /**
  * What blocks deleting a group, checked in this order; the kind names the child in the
- * error (`cannot delete group with child <kind>`, spec §7, whose example is the repos row).
+ * error (`cannot delete group with child <kind>`, docs/published-api.md "Errors", whose example is the repos row).
  * Role bindings at the group are not in the list: they are about the group, not in it, and go
  * with it (delete below).
  */

@@ -2,7 +2,7 @@
  * Identities repository: every read and write of the `identities` table.
  *
  * An assumable identity lives under a group (uid = group uid + "/" + 16 hex); user identities
- * (made by login, issue 5) are roots. The relationship (how a token proves it is this
+ * (made at a user's first sign-in, docs/auth.md "The token exchange") are roots. The relationship (how a token proves it is this
  * identity) is one JSON column in the store's own shape (`Relationship`), with its
  * RelationshipType number in `relationship_type` for filtering, and the exact issuer/subject
  * of a claim match or static keys copied to `claim_issuer`/`claim_subject` (indexed, and read
@@ -191,7 +191,7 @@ export interface IdentitiesRepository {
 
 /**
  * The deterministic uid of a user identity: SHA-1 (20 bytes, the size of a root UID) of
- * issuer and subject. The published algorithm is unknown (api-facts §12); this one only
+ * issuer and subject. The published algorithm is unknown (docs/published-api.md "Not known"); this one only
  * has to be stable and collision-free in practice.
  */
 export function userIdentityUid(issuer: string, subject: string): string {

@@ -5,7 +5,8 @@
  *
  * Keyset paging orders by (order column, uid) and continues after the last row of the
  * previous page with a row-value comparison `(col, uid) > (?, ?)`, which SQLite plans as one
- * index range with no sort (stack-notes gotcha G17). `offset` only serves `skip`.
+ * index range with no sort (spelled out as `col > ? OR (col = ? AND uid > ?)`, SQLite
+ * may fall back to a scan and a temporary sort). `offset` only serves `skip`.
  */
 import { and, asc, Column, count, desc, eq, getTableColumns, gt, inArray, is, isNull, lt, or, Param, Placeholder, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";

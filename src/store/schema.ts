@@ -2,7 +2,7 @@
  * Drizzle schema: the only description of the tables. `npm run db:generate` turns changes
  * into a committed SQL migration under src/store/migrations, applied at start-up.
  *
- * Conventions (kept portable for the PostgreSQL path in ../shared/reliability.md §6):
+ * Conventions (kept portable, so that a PostgreSQL engine can use the same schema and queries):
  * - uids are UIDP text; a row's ancestry is its uid prefix, so "descendants of P" is the key
  *   range `uid > 'P/' AND uid < 'P0'` ('/' is 0x2F, '0' is 0x30): index-friendly, no LIKE.
  * - timestamps are integer milliseconds since the epoch (UTC).

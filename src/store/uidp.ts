@@ -1,6 +1,6 @@
 /**
  * UIDP helpers: uids are slash-separated lowercase hex paths, a 40-hex root followed by
- * 16-hex segments (api-facts §3). A resource's ancestors are the prefixes of its uid, which
+ * 16-hex segments (docs/published-api.md "Uids"). A resource's ancestors are the prefixes of its uid, which
  * is what makes authorization and "descendants of" checks cheap string work.
  */
 import { randomBytes } from "node:crypto";

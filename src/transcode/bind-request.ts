@@ -1,7 +1,7 @@
 /**
  * Builds the request message of a REST call from the matched route, the path variables, the
  * query string and the body, following google/api/http.proto plus the decisions below
- * (../shared/transcoding.md §1.3, §8.3, §8.4; grpc-gateway where a client can tell).
+ * (docs/rest.md "Requests"; grpc-gateway's behaviour where a client can tell).
  *
  * Body
  * - `body: "*"`: the JSON body is the whole request; then no query parameter is accepted.
@@ -21,7 +21,7 @@
  * - Unknown JSON keys are INVALID_ARGUMENT (the policy of every JSON door here; grpc-gateway
  *   would drop them). Violations inside the body name the field by its proto path relative
  *   to the JSON the client sent (`nmae`, `spec.colour`), the frame the services' own
- *   validation uses (spec §7: `name` for CreateGroup).
+ *   validation uses (docs/published-api.md "Errors": `name` for CreateGroup).
  *
  * Path variables are authoritative (authorization reads the uid from the path): a body value
  * that is present, not the default, and different, or a query parameter with a different
@@ -48,7 +48,7 @@
  *   their scalar; bytes standard or URL-safe base64, padding optional. The query string is
  *   form-decoded (`+` is a space; send `%2B`), strictly (a malformed escape is rejected).
  *
- * PATCH mask inference (grpc-gateway's "patch feature", spec §4 rule 5): for PATCH with
+ * PATCH mask inference (grpc-gateway's "patch feature", docs/published-api.md "Update masks"): for PATCH with
  * `body: "<field>"` and a request field `update_mask` (google.protobuf.FieldMask) left empty
  * by the query, the mask is the set of JSON keys present in the body: proto names relative
  * to the body field, nested message objects expanded to their leaves (an empty object or

@@ -5,7 +5,7 @@
  *
  * Decided here (http.proto is silent or leaves it to implementations):
  * - Only unary methods are served over REST. A streaming method with a rule is skipped (its
- *   path answers 404): REST has no agreed streaming framing (transcoding.md §0 item 11), and
+ *   path answers 404): REST has no agreed framing for a stream of messages, and
  *   none of the published methods stream.
  * - `custom` patterns are upper-cased (`kind: "search"` serves `SEARCH`); `kind: "*"` ("any
  *   method") and an empty kind are refused, because they would make 405/Allow meaningless.

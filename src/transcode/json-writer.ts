@@ -237,7 +237,7 @@ function scalarWriter(scalar: ScalarType, field: DescField): ValueWriter {
 
 /**
  * google.protobuf.Timestamp as RFC 3339 UTC with exactly three fractional digits, truncated
- * (spec §2, "millisecond precision").
+ * (docs/published-api.md "Resources", "millisecond precision").
  */
 function writeTimestamp(message: unknown): string {
   const ts = checkedTimestamp(message);

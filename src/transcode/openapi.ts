@@ -4,13 +4,16 @@
  *
  * Mapping: proto3 JSON (lowerCamelCase properties, int64 as strings, enums as names,
  * Timestamp as date-time strings); OUTPUT_ONLY fields are readOnly, REQUIRED fields required.
- * `{x=**}` variables become `{x}` path parameters that may contain '/' (a UIDP); a POST whose
+ * `{x=**}` variables become `{x}` path parameters that may contain '/' (a UIDP), named once per
+ * path for all the templates that share it; a POST whose
  * path ends in such a variable is also listed without it (zero segments: e.g. creating an
  * organization with POST /iam/v2beta1/groups). Every operation's error response is the
- * google.rpc.Status body.
+ * google.rpc.Status body. Summaries and descriptions are the protos' own comments
+ * (gen/proto_comments.ts, written by `npm run generate`).
  */
 import { type DescEnum, type DescField, type DescMessage, getOption, hasOption, ScalarType } from "@bufbuild/protobuf";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
+import { protoComments } from "../../gen/proto_comments.js";
 import type { Route, RouteTable } from "./route-table.js";
 
 type Schema = Record<string, unknown>;
@@ -58,10 +61,12 @@ export function buildOpenApi(table: RouteTable, info: { title: string; version: 
       for (const f of m.fields) {
         const s = fieldSchema(f);
         const behaviors = hasOption(f, field_behavior) ? getOption(f, field_behavior) : [];
-        properties[f.jsonName] = behaviors.includes(FieldBehavior.OUTPUT_ONLY) ? { ...s, readOnly: true } : s;
+        const about = comment(f);
+        properties[f.jsonName] = { ...s, ...(about ? { description: about } : {}), ...(behaviors.includes(FieldBehavior.OUTPUT_ONLY) ? { readOnly: true } : {}) };
         if (behaviors.includes(FieldBehavior.REQUIRED)) required.push(f.jsonName);
       }
-      schemas[m.typeName] = { type: "object", properties, ...(required.length ? { required } : {}) };
+      const about = protoComments[m.typeName];
+      schemas[m.typeName] = { type: "object", ...(about ? { description: about } : {}), properties, ...(required.length ? { required } : {}) };
     }
     return ref(m.typeName);
   };
@@ -86,68 +91,153 @@ export function buildOpenApi(table: RouteTable, info: { title: string; version: 
     return single(f);
   };
 
-  const paths: Record<string, Record<string, Schema>> = {};
-  const operationIds = new Set<string>();
-  for (const route of table.routes) {
-    const variants = [openApiPath(route, false)];
+  // Every route's OpenAPI path, first with the template's own variable names. Templates that
+  // differ only in those names (GetGroup's `{uid}`, CreateGroup's `{parent}`, UpdateGroup's
+  // `{group.uid}`) are one path to OpenAPI, which allows one parameter name per position:
+  // linters reject the rest, and generated clients would see two paths where there is one.
+  const variants = table.routes.flatMap((route) => {
+    const out = [{ route, ...openApiPath(route, false) }];
     const last = route.template.parts[route.template.parts.length - 1];
     if (route.httpMethod === "POST" && last?.kind === "dstar" && last.variable !== undefined && route.template.verb === undefined) {
       const short = openApiPath(route, true);
-      if (!table.routes.some((r) => r !== route && r.httpMethod === "POST" && openApiPath(r, false).path === short.path)) variants.push(short);
+      if (!table.routes.some((r) => r !== route && r.httpMethod === "POST" && openApiPath(r, false).shape === short.shape)) out.push({ route, ...short });
     }
-    for (const { path, pathVars } of variants) {
-      let id = `${route.method.parent.name}_${route.method.name}`;
-      for (let n = 2; operationIds.has(id); n++) id = `${route.method.parent.name}_${route.method.name}_${n}`;
-      operationIds.add(id);
-      const parameters: Schema[] = pathVars.map(({ name, multi }) => ({
-        name,
-        in: "path",
-        required: true,
-        schema: { type: "string" },
-        ...(multi ? { description: "a UIDP; may contain '/'" } : {}),
-      }));
-      if (route.body !== "*") {
-        const boundNames = route.variableFields.map((c) => c.map((f) => f.name).join("."));
-        for (const q of queryLeaves(route.method.input, "")) {
-          if (boundNames.includes(q.name) || (route.bodyField && q.name.split(".")[0] === route.bodyField.name)) continue;
-          parameters.push({ name: q.name, in: "query", required: false, schema: q.repeated ? { type: "array", items: single(q.field) } : single(q.field), ...(q.repeated ? { style: "form", explode: true } : {}) });
-        }
+    return out;
+  });
+  const namesByShape = new Map<string, string[][]>();
+  for (const v of variants) {
+    const names = namesByShape.get(v.shape) ?? v.pathVars.map(() => []);
+    v.pathVars.forEach((p, i) => (names[i] as string[]).push(p.name));
+    namesByShape.set(v.shape, names);
+  }
+  const chosenNames = new Map([...namesByShape].map(([shape, names]) => [shape, chooseParameterNames(names)]));
+
+  const paths: Record<string, Record<string, Schema>> = {};
+  const operationIds = new Set<string>();
+  const usedTags = new Set<string>();
+  for (const { route, shape, pathVars } of variants) {
+    const names = chosenNames.get(shape) as string[];
+    let n = 0;
+    const path = shape.replace(/\{\}/g, () => `{${names[n++]}}`);
+    let id = `${route.method.parent.name}_${route.method.name}`;
+    for (let k = 2; operationIds.has(id); k++) id = `${route.method.parent.name}_${route.method.name}_${k}`;
+    operationIds.add(id);
+    const parameters: Schema[] = pathVars.map(({ name, multi }, i) => ({
+      name: names[i],
+      in: "path",
+      required: true,
+      description: `The request's \`${name}\`${multi ? "; may contain '/' (a uid's), sent as is or percent-encoded as %2F" : ""}.`,
+      schema: { type: "string" },
+    }));
+    if (route.body !== "*") {
+      const boundNames = route.variableFields.map((c) => c.map((f) => f.name).join("."));
+      for (const q of queryLeaves(route.method.input, "")) {
+        if (boundNames.includes(q.name) || (route.bodyField && q.name.split(".")[0] === route.bodyField.name)) continue;
+        const about = comment(q.field);
+        parameters.push({
+          name: q.name,
+          in: "query",
+          required: false,
+          ...(about ? { description: about } : {}),
+          schema: q.repeated ? { type: "array", items: single(q.field) } : single(q.field),
+          ...(q.repeated ? { style: "form", explode: true } : {}),
+        });
       }
-      const op: Schema = {
-        operationId: id,
-        tags: [route.method.parent.typeName],
-        parameters,
-        responses: {
-          "200": {
-            description: "OK",
-            content: { "application/json": { schema: route.responseField ? fieldSchema(route.responseField) : messageRef(route.method.output) } },
-          },
-          default: { description: "Error (google.rpc.Status)", content: { "application/json": { schema: ref("google.rpc.Status") } } },
+    }
+    const methodComment = protoComments[`${route.method.parent.typeName}.${route.method.name}`];
+    const tag = route.method.parent.typeName;
+    usedTags.add(tag);
+    const op: Schema = {
+      operationId: id,
+      summary: methodComment ? summaryOf(methodComment) : `${route.method.parent.name} ${route.method.name}`,
+      ...(methodComment ? { description: methodComment } : {}),
+      tags: [tag],
+      parameters,
+      responses: {
+        "200": {
+          description: "OK",
+          content: { "application/json": { schema: route.responseField ? fieldSchema(route.responseField) : messageRef(route.method.output) } },
         },
+        "4XX": { $ref: "#/components/responses/Error" },
+        default: { $ref: "#/components/responses/Error" },
+      },
+    };
+    if (route.body !== "") {
+      op.requestBody = {
+        required: true,
+        content: { "application/json": { schema: route.bodyField ? messageRef((route.bodyField as { message: DescMessage }).message) : messageRef(route.method.input) } },
       };
-      if (route.body !== "") {
-        op.requestBody = {
-          required: true,
-          content: { "application/json": { schema: route.bodyField ? messageRef((route.bodyField as { message: DescMessage }).message) : messageRef(route.method.input) } },
-        };
-      }
-      paths[path] ??= {};
-      (paths[path] as Record<string, Schema>)[route.httpMethod.toLowerCase()] = op;
     }
+    paths[path] ??= {};
+    (paths[path] as Record<string, Schema>)[route.httpMethod.toLowerCase()] = op;
   }
   return {
     openapi: "3.1.0",
-    info,
+    info: {
+      ...info,
+      description:
+        "REST/JSON transcoding of the gRPC API, generated from the google.api.http rules of its protos. " +
+        "Every call needs `Authorization: Bearer <token>`. Errors are google.rpc.Status bodies (AIP-193).",
+      license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+    },
+    // The server's public URL (its issuer URL), filled in by the REST door when it is known.
+    servers: [{ url: "/", description: "this server" }],
+    tags: [...usedTags].sort().map((name) => ({ name, ...(protoComments[name] ? { description: protoComments[name] } : {}) })),
     paths,
     components: {
       schemas,
+      responses: {
+        Error: { description: "Error: a google.rpc.Status (AIP-193)", content: { "application/json": { schema: ref("google.rpc.Status") } } },
+      },
       securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
     },
     security: [{ bearer: [] }],
   };
 }
 
-function openApiPath(route: Route, dropLastVariable: boolean): { path: string; pathVars: { name: string; multi: boolean }[] } {
+/**
+ * One name per variable position of a path shared by several routes: the uid-ish name when a
+ * route uses it (`uid`, then `id`), else the alphabetically first, so the choice does not
+ * depend on declaration order. Two positions never share a name. A name that is a reserved
+ * word in strict-mode JavaScript (v1 GetPackageVersionMetadata's `{package}`) gets `_name`
+ * appended: generators turn path parameters into function parameters (camel-cased, so a
+ * trailing `_` would be dropped), and `package` there is a syntax error in every ES module.
+ */
+function chooseParameterNames(namesPerPosition: readonly (readonly string[])[]): string[] {
+  const chosen: string[] = [];
+  for (const names of namesPerPosition) {
+    const sorted = [...new Set(names)].sort();
+    const pick = ["uid", "id", ...sorted].find((n) => sorted.includes(n) && !chosen.includes(n)) ?? `${sorted[0]}_${chosen.length + 1}`;
+    chosen.push(RESERVED_WORDS.has(pick) ? `${pick}_name` : pick);
+  }
+  return chosen;
+}
+
+const RESERVED_WORDS = new Set(
+  (
+    "break case catch class const continue debugger default delete do else enum export extends false finally for function " +
+    "if implements import in instanceof interface let new null package private protected public return static super switch " +
+    "this throw true try typeof var void while with yield await arguments eval"
+  ).split(" "),
+);
+
+/** An operation's summary: the first sentence of its proto comment, on one line. */
+function summaryOf(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  const end = flat.search(/\.(\s|$)/);
+  return end < 0 ? flat : flat.slice(0, end + 1);
+}
+
+function comment(f: DescField): string | undefined {
+  return protoComments[`${f.parent.typeName}.${f.name}`];
+}
+
+/**
+ * A route's path with `{}` for each variable (its shape, shared by templates that differ only
+ * in variable names), and the variables in order. A `{x=**}` variable is one `{}`: OpenAPI has
+ * no multi-segment parameter, so its value's '/' stand inside one parameter.
+ */
+function openApiPath(route: Route, dropLastVariable: boolean): { shape: string; pathVars: { name: string; multi: boolean }[] } {
   const t = route.template;
   const segs: string[] = [];
   const pathVars: { name: string; multi: boolean }[] = [];
@@ -158,15 +248,14 @@ function openApiPath(route: Route, dropLastVariable: boolean): { path: string; p
       if (p.variable === lastVar) continue;
       lastVar = p.variable;
       const v = t.variables[p.variable] as (typeof t.variables)[number];
-      const name = v.fieldPath.join(".");
-      segs.push(`{${name}}`);
-      pathVars.push({ name, multi: v.multiSegment });
+      segs.push("{}");
+      pathVars.push({ name: v.fieldPath.join("."), multi: v.multiSegment });
     } else {
       lastVar = undefined;
       segs.push(p.kind === "literal" ? (p.value as string) : p.kind === "star" ? "*" : "**");
     }
   }
-  return { path: `/${segs.join("/")}${t.verb ? `:${t.verb}` : ""}`, pathVars };
+  return { shape: `/${segs.join("/")}${t.verb ? `:${t.verb}` : ""}`, pathVars };
 }
 
 function queryLeaves(m: DescMessage, prefix: string, depth = 0): { name: string; field: DescField; repeated: boolean }[] {

@@ -11,7 +11,7 @@
  *
  * A post-pass then walks the message schema alongside the JSON (not a regex over text):
  * - every google.protobuf.Timestamp, at any depth (fields, lists, map values), is written
- *   with exactly three fractional digits, truncated: `2026-11-22T10:00:00.000Z` (spec §2,
+ *   with exactly three fractional digits, truncated: `2026-11-22T10:00:00.000Z` (docs/published-api.md "Resources",
  *   "millisecond precision"; protobuf-es prints 0, 3, 6 or 9 digits);
  * - an enum field with implicit presence still at its zero value (`*_UNSPECIFIED`) is left
  *   out: it carries no information and the published resource shapes do not show it.

@@ -70,6 +70,11 @@ export interface RestHandlerOptions {
    */
   readonly openApi?: { readonly path: string; readonly title: string; readonly version: string } | false;
   /**
+   * The server's public base URL, for the OpenAPI document's `servers` (read at its first
+   * request, once the server listens); without it the document names the relative URL `/`.
+   */
+  readonly serverUrl?: () => string;
+  /**
    * Runs on a routed request before its body is read or bound; may throw an ApiError to
    * refuse it (authentication refuses credentials in the URL query this way, before an
    * unknown query parameter could become a 400).
@@ -120,7 +125,12 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const table = createRouteTable(options.services);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const openApiOption = options.openApi ?? DEFAULT_OPENAPI;
-  const openApi = openApiOption === false ? undefined : { path: openApiOption.path, text: JSON.stringify(buildOpenApi(table, { title: openApiOption.title, version: openApiOption.version })) };
+  // Built eagerly (a bad descriptor fails start-up, not a request); serialised at its first
+  // request, when the server's URL is known.
+  const openApiDoc = openApiOption === false ? undefined : buildOpenApi(table, { title: openApiOption.title, version: openApiOption.version });
+  let openApiText: string | undefined;
+  const openApiBody = (): string =>
+    (openApiText ??= JSON.stringify({ ...openApiDoc, servers: [{ url: options.serverUrl?.() ?? "/", description: "this server" }] }));
 
   function sendError(res: Res, err: unknown): void {
     const { error, unexpected } = toConnectError(err, options.errorDomain);
@@ -149,9 +159,10 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     const q = url.indexOf("?");
     const rawPath = q < 0 ? url : url.slice(0, q);
     const httpMethod = (req.method ?? "GET").toUpperCase();
-    if (openApi && rawPath === openApi.path && httpMethod === "GET") {
-      (res as http.ServerResponse).writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(openApi.text)) });
-      res.end(openApi.text);
+    if (openApiOption !== false && rawPath === openApiOption.path && httpMethod === "GET") {
+      const text = openApiBody();
+      (res as http.ServerResponse).writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
+      res.end(text);
       return true;
     }
     if (!table.handles(rawPath)) return false;

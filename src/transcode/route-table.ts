@@ -12,12 +12,14 @@
  * template shape (literals, `*`, `**`; variable names do not count) and the same verb — the
  * error names both methods.
  *
- * Matching (http.proto leaves all of this open; ../shared/transcoding.md §2, §8):
+ * Matching (http.proto leaves all of this open; docs/rest.md "Routing"):
  * - Routing runs on the RAW path, split at '/'. Literal segments compare percent-decoded.
- *   Each variable is decoded on its own after the match: single-segment variables fully
- *   (`%2F` becomes '/'); multi-segment ones (`**` or a multi-segment pattern) decode
- *   everything except `%2F`/`%2f`, which stays encoded (as `%2F`) so it can never pass for a
- *   segment boundary (the HttpRule text, Envoy's behaviour).
+ *   Each variable is decoded on its own after the match, fully, `%2F` included: a
+ *   multi-segment one (`**` or a multi-segment pattern) holds a uid whose '/' a client may
+ *   send as is or percent-encoded, as OpenAPI-generated clients do for a path parameter
+ *   (grpc-gateway accepts both). The route was chosen on the raw path before any decoding,
+ *   so an encoded '/' can never move the request to another route; and the decoded value is
+ *   checked segment by segment, so `%2F..%2F` or `%2F%2F` is refused like `/../` or `//`.
  * - Precedence is per segment, left to right: a literal beats `*`, which beats `**`; `**`
  *   tries the fewest segments first, so a literal after it wins (`/repos/{uid=**}/readme`
  *   beats `/repos/{uid=**}`), and a route ending exactly here beats a `**` that would match
@@ -295,13 +297,15 @@ function captureVars(route: Route, raw: readonly string[], ranges: readonly [num
       if (d === undefined) throw invalidField(name, "contains a percent-escape that is not UTF-8");
       return d;
     };
-    for (const s of segs) {
-      const d = decode(s);
+    const value = segs.map(decode).join("/");
+    // The value's own segments, '/' from the path and decoded %2F alike: a client that
+    // encodes every '/' of a uid must get exactly what one that encodes none gets.
+    const parts = v.multiSegment ? (value === "" ? [] : value.split("/")) : segs.map(decode);
+    for (const d of parts) {
       if (d === "." || d === "..") throw invalidField(name, "must not contain '.' or '..' path segments");
+      if (d === "") throw invalidField(name, "must not contain an empty path segment");
     }
-    vars[name] = v.multiSegment
-      ? segs.map((s) => s.split(/%2F/i).map(decode).join("%2F")).join("/")
-      : decode(segs.join("/"));
+    vars[name] = value;
   });
   return vars;
 }

@@ -1,5 +1,5 @@
 /**
- * The methods that act on the caller (api-facts §2.2 "any authenticated caller"), on every
+ * The methods that act on the caller (docs/published-api.md "Authorization annotations"), on every
  * door: LookupIdentity, UpdateIdentityMetadata, and LookupGroup / CheckEligibility /
  * RequestGroupAccess in v2beta1 and v1. Users sign in for real through the token exchange
  * with an ID token from a test IdP (test/support/idp.ts), so the identity, its verified email
@@ -140,7 +140,7 @@ const restDoor: Door = {
   async updateMetadata(token, metadata, mask) {
     return call(token, "PATCH", "/iam/v2beta1/identities:updateIdentityMetadata", {
       identityMetadata: metadata,
-      // A FieldMask in JSON is one string of lowerCamelCase paths (api-facts §1).
+      // A FieldMask in JSON is one string of lowerCamelCase paths (docs/published-api.md "Update masks").
       ...(mask && { updateMask: mask.map((p) => p.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())).join(",") }),
     });
   },

@@ -1,5 +1,5 @@
 /**
- * The token exchange (spec §4 "Token exchange", api-facts §8) on every door: gRPC, Connect,
+ * The token exchange (docs/published-api.md "The token exchange") on every door: gRPC, Connect,
  * gRPC-web, and REST `GET /sts/exchange` plus the form-encoded POST. An identity-provider
  * token started inside the test (test/support/idp.ts) is traded for a 1-hour API token.
  */
@@ -82,7 +82,7 @@ const rpcDoors: Door[] = rpcTransports.map((transport) => ({
 
 function restResult(r: Awaited<ReturnType<typeof rest>>): ExchangeResult {
   if (r.status === 200) {
-    // Exactly the RawToken shape: the SDK parses it strictly (api-facts §8.4).
+    // Exactly the RawToken shape: the SDK parses it strictly (docs/published-api.md "The token exchange").
     expect(Object.keys(r.body)).toContain("token");
     expect(Object.keys(r.body).filter((k) => !["token", "refreshToken", "expiry"].includes(k))).toEqual([]);
     return { token: r.body.token };

@@ -1,5 +1,5 @@
 /**
- * Groups over REST/JSON exactly as the spec writes it (§4, §7), plus the transcoding rules
+ * Groups over REST/JSON exactly as the published API answers (docs/published-api.md "Update masks", "Errors"), plus the transcoding rules
  * (routing, binding, rendering) checked on the real protos. Every rejected request asserts
  * the database is unchanged.
  */
@@ -262,9 +262,24 @@ describe("bad REST input is INVALID_ARGUMENT (or 413/415) and writes nothing", (
     expect(res.body.message).toContain("exceeds");
   });
 
-  it("%2F stays encoded inside a ** path variable, so it cannot add a segment", async () => {
-    const res = await rejected(400, 3, "GET", `/iam/v2beta1/groups/${"a".repeat(40)}%2F${"b".repeat(16)}`);
-    expect(violationField(res)).toBe("uid");
+  it("a folder uid with its '/' percent-encoded as %2F (as generated clients send it) reaches the same group", async () => {
+    const org = await call("POST", "/iam/v2beta1/groups", { name: "encoded org" });
+    const folder = await call("POST", `/iam/v2beta1/groups/${org.body.uid}`, { name: "encoded folder" });
+    const encoded = encodeURIComponent(folder.body.uid);
+    expect(encoded).toContain("%2F");
+    const got = await call("GET", `/iam/v2beta1/groups/${encoded}`);
+    expect(got.status).toBe(200);
+    expect(got.body.uid).toBe(folder.body.uid);
+    const patched = await call("PATCH", `/iam/v2beta1/groups/${encoded.replace("%2F", "%2f")}?updateMask=description`, { description: "via %2f" });
+    expect(patched.body).toMatchObject({ uid: folder.body.uid, description: "via %2f" });
+  });
+
+  it("a decoded %2F cannot smuggle '..', '.' or an empty segment into a uid", async () => {
+    const org = await call("POST", "/iam/v2beta1/groups", { name: "traversal org" });
+    for (const tail of ["%2F..", "%2F.", "%2F%2E%2E%2F" + "b".repeat(16), "%2F%2F" + "b".repeat(16), "%2F"]) {
+      const res = await rejected(400, 3, "GET", `/iam/v2beta1/groups/${org.body.uid}${tail}`);
+      expect(violationField(res)).toBe("uid");
+    }
   });
 });
 

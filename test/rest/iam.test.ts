@@ -2,7 +2,7 @@
  * The IAM resources from curl's side: identities, roles and role bindings created, read,
  * listed, patched and deleted over REST/JSON with the paths of the published HTTP rules, and
  * the hostile cases answered as AIP-193 Status bodies without writing anything; violations name
- * fields relative to the JSON body, as spec §7 does for CreateGroup (`name`). (The RPC
+ * fields relative to the JSON body, as docs/published-api.md "Errors" does for CreateGroup (`name`). (The RPC
  * protocols run the same scenarios in test/rpc/; identity providers, account associations and
  * group invites have their REST checks in their own files there.)
  */

@@ -1,6 +1,6 @@
 /**
  * Repos, Tags and the v1 repo list over REST/JSON as a curl user sees them, including the
- * spec's §7 delete-group-with-repos error byte for byte.
+ * published delete-group-with-repos error (docs/published-api.md "Errors") byte for byte.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 describe("registry over REST", () => {
-  it("deleting a group with repos fails exactly as spec §7 shows", async () => {
+  it("deleting a group with repos fails exactly as the published API answers it (docs/published-api.md, Errors)", async () => {
     const org = (await call("POST", "/iam/v2beta1/groups", { name: "acme" })).body.uid;
     const repo = await call("POST", `/registry/v2beta1/repos/${org}`, { name: "nginx" });
     expect(repo.status).toBe(200);

@@ -197,7 +197,7 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
       ),
     );
     expect(err.code).toBe(Code.ResourceExhausted);
-    // Raised by connect-node before our pipeline; on gRPC it still carries ErrorInfo (spec §7).
+    // Raised by connect-node before our pipeline; on gRPC it still carries ErrorInfo (docs/published-api.md "Errors").
     if (transport.name.startsWith("grpc (")) expectErrorInfo(err, Code.ResourceExhausted, "RESOURCE_EXHAUSTED");
   });
 });

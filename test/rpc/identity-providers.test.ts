@@ -1,7 +1,7 @@
 /**
  * IdentityProviders end to end over every RPC protocol (plus the REST mask rules):
  * create/get/update/delete/list, the write-only client secret, the nested update-mask rules of
- * api-facts §1.5 and every hostile case, each asserting the error details and that the database
+ * docs/published-api.md "Update masks" and every hostile case, each asserting the error details and that the database
  * is unchanged.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -357,7 +357,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
   });
 });
 
-describe("IdentityProviders over REST: the body's keys are the mask (api-facts §1.5)", () => {
+describe("IdentityProviders over REST: the body's keys are the mask (docs/published-api.md, Update masks)", () => {
   let t: TestApp;
   let idpUid: string;
 

@@ -96,7 +96,7 @@ describe.each(rpcTransports)("RoleBindingsService over $name", (transport) => {
     roleOrg = await newRole(orgA, "org role");
     roleFolder = await newRole(folderA, "folder role");
     roleForeign = await newRole(orgB, "foreign role");
-    // A user identity is a root, made by login (issue 5); write one directly.
+    // A user identity is a root, made at a user's first sign-in; write one directly.
     user = newUidp(null);
     const db = new Database(t.dbFile);
     db.prepare("INSERT INTO identities (uid, name, email, create_time, update_time) VALUES (?, 'alice', 'alice@example.com', 0, 0)").run(user);

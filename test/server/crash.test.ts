@@ -1,5 +1,5 @@
 /**
- * F1 (reliability.md §4): kill -9 in the middle of writes. Each round starts `trellis serve`
+ * Crash safety (docs/security.md "Faults never leave it down"): kill -9 in the middle of writes. Each round starts `trellis serve`
  * on the same data directory, drives group creates (folders under the previous round's
  * groups, so parent links matter) from several clients, and SIGKILLs the process at a random
  * moment: after a seeded random number of this round's writes were acknowledged, so the other

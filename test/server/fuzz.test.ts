@@ -1,5 +1,5 @@
 /**
- * Property tests over hostile input (reliability.md §5): random JSON bodies with hostile
+ * Property tests over hostile input (docs/security.md "Hostile input"): random JSON bodies with hostile
  * strings mixed in, on the REST door, and mutated protobuf messages on the gRPC, gRPC-web and
  * Connect doors. Whatever arrives, the server answers with success or a well-formed error
  * that is the client's fault (never INTERNAL or UNKNOWN), with ErrorInfo first, and a refused

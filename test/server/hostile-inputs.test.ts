@@ -1,5 +1,5 @@
 /**
- * Hostile inputs from reliability.md §3 that no well-behaved client sends, so they go raw:
+ * Hostile inputs (docs/security.md "Hostile input") that no well-behaved client sends, so they go raw:
  * invalid UTF-8 inside a protobuf string (T25), prototype-pollution keys (T28), HTTP/1.1
  * request smuggling shapes (T32), and an HTTP/2 rapid-reset flood (T44). Each must be refused
  * cleanly, write nothing, and leave the server serving others.

@@ -1,5 +1,5 @@
 /**
- * Errors connect-node raises before our pipeline runs still follow spec §7 on every RPC door:
+ * Errors connect-node raises before our pipeline runs still follow docs/published-api.md "Errors" on every RPC door:
  * ErrorInfo first, and hostile bytes are the client's fault (INVALID_ARGUMENT), never INTERNAL.
  * Raw requests, because no well-behaved client sends a corrupt message.
  */

@@ -1,4 +1,4 @@
-/** Durability pins and the data-directory lock (reliability.md findings 12-14, F8, F13). */
+/** Durability pins and the data-directory lock (docs/architecture.md "Storage"). */
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";

@@ -1,5 +1,5 @@
 /**
- * Storage faults (reliability.md §4): a damaged file is refused at start-up (F11), another
+ * Storage faults (docs/security.md "Faults never leave it down"): a damaged file is refused at start-up (F11), another
  * connection holding the write lock makes writes wait without blocking reads, then
  * UNAVAILABLE past a bound (F7),
  * a full disk makes writes UNAVAILABLE with nothing written while reads go on (F4).

@@ -1,5 +1,5 @@
 /**
- * Identities at the store level: `touchLastSeen` (the token exchange's hook, issue 5), the
+ * Identities at the store level: `touchLastSeen` (the token exchange's hook), the
  * relationship columns, user identities without a relationship, and the RelationshipType
  * numbers the store writes.
  */

@@ -1,5 +1,5 @@
 /**
- * F6 (reliability.md §4): check-then-act races through the API. "Delete group G" and "create a
+ * Check-then-act races through the API. "Delete group G" and "create a
  * folder in G" sent together must never both succeed, and never leave an orphan: the
  * emptiness check and the delete run in one BEGIN IMMEDIATE transaction, with ON DELETE
  * RESTRICT foreign keys as the backstop.

@@ -32,7 +32,7 @@ export interface Outcome {
   readonly status: number;
   readonly message: string;
   readonly reason: string | undefined;
-  /** ErrorInfo is the first detail (spec §7). */
+  /** ErrorInfo is the first detail (docs/published-api.md "Errors"). */
   readonly errorInfoFirst: boolean;
   readonly fields: string[];
   /** The response body as text (successful Connect and REST answers are JSON). */

@@ -6,7 +6,7 @@
  *   (the contract with the server's auth module).
  * - `GET {api}/sts/exchange?aud=...[&identity=...]` with `Authorization: Bearer <IdP token>`:
  *   trades an identity-provider token for an API token `{"token": ...}`. The IdP token goes in
- *   the header only, never the URL (spec §5.6).
+ *   the header only, never the URL (docs/published-api.md "Credentials").
  */
 import { authError, CliError, EXIT } from "../exit-codes.js";
 import { type CachedToken, jwtExp } from "../token-cache.js";

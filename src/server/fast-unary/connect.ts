@@ -1,5 +1,5 @@
 /**
- * The lean door for plain Connect unary calls (issue 8 §3), on HTTP/1.1 and h2. Why: see
+ * The lean door for plain Connect unary calls (for speed: docs/performance.md), on HTTP/1.1 and h2. Why: see
  * grpc.ts — connect-node's per-call machinery was most of a Connect call's cost.
  *
  * Taken: POST to a unary method's exact path (no query string), content type exactly

@@ -1,5 +1,5 @@
 /**
- * A lean door for plain unary gRPC calls (issue 8 §3).
+ * A lean door for plain unary gRPC calls (for speed: docs/performance.md).
  *
  * Why it exists: the bench's profile showed ~180 µs of every gRPC call spent in connect-node's
  * own protocol layer (per-call AbortSignals and their DOMException, async-iterable pipelines,

@@ -17,7 +17,7 @@
  *   change those fields of the stored block (creating it if absent); without a mask a block in
  *   the body contributes the fields it sets, so gRPC and REST agree. The resulting blocks are
  *   validated as on create.
- * - Delete is idempotent (api-facts §11.9); Get of a missing association is NOT_FOUND.
+ * - Delete is idempotent (docs/published-api.md "Creates and deletes"); Get of a missing association is NOT_FOUND.
  * - List filters (`uidp`, exact `name`) apply to the association uid, i.e. the group's uid:
  *   `descendants_of` P finds the associations of P's strict descendants, not P's own (use
  *   `ids` or Get for that). Orders: `group` (the default, ascending) and `uid` (both the uid),

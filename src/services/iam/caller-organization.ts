@@ -2,7 +2,7 @@
  * The caller's organization: what LookupGroup, CheckEligibility and RequestGroupAccess (v2beta1
  * and v1) are about. Shared by both API versions so they cannot drift.
  *
- * Decision (api-facts §4.1 and the errors table): the published service matches "verified
+ * Decision (docs/published-api.md "Verified organizations" and the errors table): the published service matches "verified
  * root organizations by the caller's email domain / IdP" against a verified-domain list that
  * Trellis does not have and the published surface does not let anyone edit. Trellis defines
  * the match from data it already has instead of inventing a domain-list API:

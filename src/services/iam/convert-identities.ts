@@ -17,7 +17,7 @@ import {
 import type { IdentityRecord, Relationship, RelationshipKind, StringMatch } from "../../store/identities.js";
 import { stringMatchFromOneof } from "./claim-match.js";
 
-/** Default and maximum lifetime of static keys (api-facts §5.1). */
+/** Default and maximum lifetime of static keys (docs/published-api.md "Creates and deletes"). */
 export const STATIC_KEYS_MAX_LIFETIME_MS = 365 * 24 * 60 * 60 * 1000;
 
 /** The relationship kind a RelationshipType filter selects; undefined for UNSPECIFIED (all). */

@@ -48,7 +48,7 @@
  *   latest_internal_referring_url, hubspot_utk, self_serve; uid, name, given_name and
  *   family_name are output only (a mask naming them is INVALID_ARGUMENT). Without a mask the
  *   non-default fields change, over REST too (no mask inference for `body: "*"`, as published,
- *   api-facts §1 rule 6). Text fields hold at
+ *   docs/published-api.md "Update masks"). Text fields hold at
  *   most 512 characters (URLs 2048). The answer's name is the identity's name; Trellis
  *   stores no given/family name, so those are empty. An operator token names no stored
  *   identity: FAILED_PRECONDITION (type NO_CALLER_IDENTITY), because the request is well

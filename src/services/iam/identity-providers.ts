@@ -17,7 +17,7 @@
  *   `additional_scopes` holds at most 20 RFC 6749 scope tokens and never `openid` (always
  *   requested); CORRELATION_RULE_UNSPECIFIED is stored as SUB_EQUALS_EXTERNAL_ID.
  * - The client secret is write-only: every response shows it empty.
- * - Update (api-facts §1.5): mask paths are `name`, `description`, `default_role`, `oidc`
+ * - Update (docs/published-api.md "Update masks"): mask paths are `name`, `description`, `default_role`, `oidc`
  *   (the whole configuration) or `oidc.<field>`; without a mask the set fields are used,
  *   descending into `oidc`. An empty client secret keeps the stored one unless
  *   `oidc.client_secret` is named in the mask, which clears it (valid only with PKCE).

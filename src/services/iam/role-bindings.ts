@@ -17,7 +17,7 @@
  *   {uid, name, description}, plus identity_uid, role_uid and create_time.
  * - UpdateRoleBinding: mask paths `identity_uid`, `role_uid` (without a mask, the non-empty
  *   ones), checked as on create against the binding's group.
- * - DeleteRoleBinding succeeds when the binding does not exist (AIP-135; api-facts §11.9); a
+ * - DeleteRoleBinding succeeds when the binding does not exist (AIP-135; docs/published-api.md "Creates and deletes"); a
  *   malformed uid is still INVALID_ARGUMENT. GetRoleBinding is NOT_FOUND when missing.
  * - An organization's last `owner` binding at the organization cannot be deleted or
  *   re-targeted (FAILED_PRECONDITION, PreconditionFailure type LAST_OWNER); deleting the
@@ -63,7 +63,7 @@ const BINDING_ORDERS: Readonly<Record<string, RoleBindingOrder>> = {
 
 const MUTABLE = ["identity_uid", "role_uid"] as const;
 
-/** Most sub-requests in one BatchCreateRoleBindings (api-facts §5.1). */
+/** Most sub-requests in one BatchCreateRoleBindings (docs/published-api.md "Creates and deletes"). */
 export const MAX_BATCH = 25;
 
 /** Field names of a single CreateRoleBinding. */

@@ -13,7 +13,7 @@
  *   INVALID_ARGUMENT `capabilities[i]`. Duplicates are dropped, keeping the first occurrence's
  *   place.
  * - UpdateRole: mask paths `name`, `description`, `capabilities`. Without a mask an empty
- *   capability list means "keep" (api-facts §1.5); an explicit mask naming `capabilities` with
+ *   capability list means "keep" (docs/published-api.md "Update masks"); an explicit mask naming `capabilities` with
  *   an empty list is INVALID_ARGUMENT.
  * - Anti-escalation (src/auth/grant-guard.ts): outside the operator, CreateRole may only use
  *   capabilities the caller holds at `parent`, and UpdateRole may only add capabilities the

@@ -1,6 +1,6 @@
 /**
- * chainguard.platform.iam.Groups (v1), kept alongside v2 over the same table (spec §4
- * "v1 endpoints still available", §9).
+ * chainguard.platform.iam.Groups (v1), kept alongside v2 over the same table: the
+ * published API keeps v1 available beside v2 (docs/published-api.md "Lists", "Update masks").
  *
  * v1 shapes: `id` instead of `uid`, lists as `{items: [...]}` with no paging, resource
  * limits with the v1 members (clusters, idps, repositories), and Update as a full
@@ -79,7 +79,7 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
         checkDescription("description", req.description),
       ].filter((v): v is FieldViolation => v !== undefined);
       if (violations.length > 0) throw invalidArgument(violations);
-      // v1 PUT replaces every mutable field (spec §4 rule 5: "v1 reset omitted fields").
+      // v1 PUT replaces every mutable field (docs/published-api.md "Update masks": v1 resets what is left out).
       // Except `verified` for a customer (src/auth/operator-fields.ts): false cannot be told
       // from "not sent", so it keeps the stored value; true on a group that is not verified is
       // PERMISSION_DENIED, as on v2beta1.

@@ -1,5 +1,5 @@
 /**
- * Field rules of the registry resources (api-facts §11.12 and the OCI distribution spec).
+ * Field rules of the registry resources (docs/published-api.md "Validation" and the OCI distribution spec).
  * Each returns a FieldViolation or undefined, like src/services/validate.ts.
  */
 import type { FieldViolation } from "../../errors/api-error.js";
@@ -8,7 +8,7 @@ import type { FieldViolation } from "../../errors/api-error.js";
 const REPO_NAME_RE = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/;
 export const REPO_NAME_MAX = 255;
 
-/** OCI tag names (tags.proto, api-facts §11.12). */
+/** OCI tag names (tags.proto, docs/published-api.md "Validation"). */
 export const TAG_PATTERN = "^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$";
 const TAG_RE = new RegExp(TAG_PATTERN);
 
@@ -16,7 +16,7 @@ const TAG_RE = new RegExp(TAG_PATTERN);
 export const DIGEST_PATTERN = "^sha256:[0-9a-f]{64}$";
 const DIGEST_RE = new RegExp(DIGEST_PATTERN);
 
-/** Image aliases, "<name>:<tag>" (api-facts §11.12). */
+/** Image aliases, "<name>:<tag>" (docs/published-api.md "Validation"). */
 const ALIAS_RE = /^[a-zA-Z0-9_.\-/]*[a-zA-Z0-9_.-]:[a-zA-Z0-9_.-]+$/;
 
 /** The published bundle allow-list. */

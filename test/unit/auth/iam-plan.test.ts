@@ -1,6 +1,6 @@
 /**
  * The authorization plans read from the descriptors: every method of the served surface gets
- * a plan (none falls back to operator-only), and the special shapes of api-facts §2.2 land
+ * a plan (none falls back to operator-only), and the special shapes of docs/published-api.md "Authorization annotations" land
  * where they should.
  */
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * Issue 8's target lines as the bench prints them: ratios from the same run's medians, the
+ * The performance targets' lines as the bench prints them: ratios from the same run's medians, the
  * write target with the disk's own ceiling beside it, and the end-to-end token cost reported
  * as noise (no verdict) when the two peers' runs overlap.
  */

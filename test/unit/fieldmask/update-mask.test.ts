@@ -1,6 +1,6 @@
 /**
  * Update-mask resolution: the top-level resolver the services share, and the nested one for
- * resources whose masks reach into a message (`oidc.issuer`, api-facts §1.5).
+ * resources whose masks reach into a message (`oidc.issuer`, docs/published-api.md "Update masks").
  */
 import { create } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";

@@ -1,7 +1,7 @@
 /**
  * bindRequest on the test ItemService: request (method, path, query, body) → the bound message
  * (as proto JSON with proto names) or the INVALID_ARGUMENT violation it must raise.
- * ../shared/transcoding.md §8.3 and §8.4, plus the value-parsing edges.
+ * docs/rest.md "Requests", plus the value-parsing edges.
  */
 import { type JsonObject, type Message, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
@@ -61,7 +61,7 @@ interface Case {
 
 const A = "a1";
 
-describe("bindRequest: query parameters (§8.3)", () => {
+describe("bindRequest: query parameters", () => {
   const cases: Case[] = [
     { name: "proto and JSON names", method: "GET", target: "/v1/items?page_size=10&pageToken=t", want: ok("ListItems", { page_size: 10, page_token: "t" }) },
     { name: "dotted names into a nested message, both spellings", method: "GET", target: "/v1/items?filter.descendants_of=X&filter.childrenOf=Y", want: ok("ListItems", { filter: { descendants_of: "X", children_of: "Y" } }) },
@@ -149,7 +149,7 @@ describe("bindRequest: query parameters (§8.3)", () => {
   });
 });
 
-describe("bindRequest: bodies (§8.4)", () => {
+describe("bindRequest: bodies", () => {
   const deep = `${'{"metadata":'.repeat(1)}${"[".repeat(70)}${"]".repeat(70)}}`;
   const cases: Case[] = [
     { name: "body field", method: "POST", target: "/v1/items/p", req: { body: '{"name":"x","spec":{"color":"red"}}' }, want: ok("CreateItem", { parent: "p", item: { name: "x", spec: { color: "red" } } }) },
@@ -197,7 +197,7 @@ describe("bindRequest: bodies (§8.4)", () => {
   }
 });
 
-describe("bindRequest: PATCH and update_mask (§8.4, spec §4 rules 5 and 6)", () => {
+describe("bindRequest: PATCH and update_mask (docs/published-api.md, Update masks)", () => {
   const cases: Case[] = [
     { name: "explicit mask wins", method: "PATCH", target: `/v1/items/${A}?updateMask=name`, req: { body: '{"name":"y","description":"d"}' }, want: ok("UpdateItem", { item: { uid: A, name: "y", description: "d" }, update_mask: "name" }) },
     { name: "mask inferred from the keys present", method: "PATCH", target: `/v1/items/${A}`, req: { body: '{"name":"y","description":""}' }, want: ok("UpdateItem", { item: { uid: A, name: "y" }, update_mask: "description,name" }) },

@@ -146,7 +146,7 @@ interface Case {
 const U = "a1";
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
 const cases: Case[] = [
-  // §8.1 routing
+  // routing (docs/rest.md "Routing")
   { name: "list", method: "GET", path: "/v1/items", rpc: "ListItems", request: {}, response: { items: [], nextPageToken: "", skipped: 0 } },
   { name: "multi-segment get", method: "GET", path: "/v1/items/a1/b2", rpc: "GetItem", request: { uid: "a1/b2" } },
   { name: "create through a zero-length **", method: "POST", path: "/v1/items", body: '{"name":"x"}', rpc: "CreateItem", request: { item: { name: "x" } } },
@@ -163,8 +163,8 @@ const cases: Case[] = [
   { name: "no implicit HEAD", method: "HEAD", path: "/v1/owners/o/items/i", status: 405 },
   { name: "unknown path under a REST prefix", method: "GET", path: "/v1/nothing", status: 404, code: 5 },
   { name: "delete answers {}", method: "DELETE", path: `/v1/items/${U}?etag=e`, rpc: "DeleteItem", request: { uid: U, etag: "e" }, response: {} },
-  // §8.2 path decoding
-  { name: "%2F kept in **", method: "GET", path: "/v1/items/a%2Fb", rpc: "GetItem", request: { uid: "a%2Fb" } },
+  // path decoding
+  { name: "%2F decoded in **", method: "GET", path: "/v1/items/a%2Fb", rpc: "GetItem", request: { uid: "a/b" } },
   { name: "%2F decoded in a single segment", method: "GET", path: "/v1/owners/o%2Fx/items/i1", rpc: "GetItem", request: { uid: "i1", owner: "o/x" } },
   { name: "UTF-8 escapes", method: "GET", path: "/v1/items/caf%C3%A9", rpc: "GetItem", request: { uid: "café" } },
   { name: "+ is literal in paths", method: "GET", path: "/v1/items/a+b", rpc: "GetItem", request: { uid: "a+b" } },
@@ -172,7 +172,7 @@ const cases: Case[] = [
   { name: "empty segment", method: "GET", path: "/v1/items/a//b", status: 400, code: 3, field: "path" },
   { name: "dot segments", method: "GET", path: "/v1/items/a/../b", raw: true, status: 400, code: 3, field: "uid" },
   { name: "escaped colon is not a verb", method: "GET", path: "/v1/items/a%3Alabels", rpc: "GetItem", request: { uid: "a:labels" } },
-  // §8.3 query
+  // query (docs/rest.md "Requests")
   { name: "proto and JSON names", method: "GET", path: "/v1/items?page_size=10&pageToken=t", rpc: "ListItems", request: { page_size: 10, page_token: "t" } },
   { name: "nested names", method: "GET", path: "/v1/items?filter.descendantsOf=X", rpc: "ListItems", request: { filter: { descendants_of: "X" } } },
   { name: "repeated keys", method: "GET", path: "/v1/items?labels=a&labels=b", rpc: "ListItems", request: { labels: ["a", "b"] } },
@@ -186,7 +186,7 @@ const cases: Case[] = [
   { name: "query names a path field", method: "GET", path: `/v1/items/${U}?uid=b2`, status: 400, code: 3, field: "uid" },
   { name: "query names a body field", method: "POST", path: "/v1/items/p?item.name=y", body: '{"name":"x"}', status: 400, code: 3, field: "item.name" },
   { name: "query with body *", method: "POST", path: "/v1/items/i1:archive?reason=z", body: "{}", status: 400, code: 3, field: "reason" },
-  // §8.4 bodies
+  // bodies
   { name: "unknown JSON field", method: "POST", path: "/v1/items/p", body: '{"name":"x","nmae":"y"}', status: 400, code: 3, field: "nmae" },
   { name: "truncated JSON", method: "POST", path: "/v1/items/p", body: '{"name":', status: 400, code: 3, field: "body" },
   { name: "empty body", method: "POST", path: "/v1/items/p", rpc: "CreateItem", request: { parent: "p", item: {} } },

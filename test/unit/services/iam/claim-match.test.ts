@@ -1,5 +1,5 @@
 /**
- * matchesClaims, the decision the token exchange makes (reliability.md T16): exact values
+ * matchesClaims, the decision the token exchange makes (docs/auth.md "The token exchange"): exact values
  * compare byte for byte, patterns are RE2 and anchored at both ends, and a catastrophic
  * pattern is decided in linear time. Plus the validation helpers' edge cases.
  */
