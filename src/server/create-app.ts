@@ -99,6 +99,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         idp: createIdpVerifier(now),
         trust,
         identities: ctx.store.identities,
+        grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
+        groupsNamed: async (name, within, max) => (await ctx.store.groups.listAll({ uidp: {}, name, within }, max)).map((g) => g.uid),
         now,
       }),
     });
