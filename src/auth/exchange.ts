@@ -29,11 +29,13 @@
  * The identity's lastSeenTime is updated; the token's `sub` is the identity uid and, for an
  * assumed identity, `act` names the original token's iss/sub/aud.
  */
+import { randomUUID } from "node:crypto";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { decodeJwt, type JWTPayload } from "jose";
 import type { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
 import { invalidField, permissionDenied } from "../errors/api-error.js";
+import type { NewRefreshToken, RefreshTokensRepository } from "../store/refresh-tokens.js";
 import type { Grant } from "../store/role-bindings.js";
 import { matchesClaims, matchesString } from "../services/iam/claim-match.js";
 import { type IdentitiesRepository, type IdentityRecord, userIdentityUid } from "../store/identities.js";
@@ -42,7 +44,15 @@ import { bearerToken } from "./authenticate.js";
 import type { IdpVerifier } from "./idp-keys.js";
 import type { TokenIssuer } from "./tokens.js";
 import { tokenRejected } from "./tokens.js";
-import { limitClaims, listValues, MAX_LIMIT_ENTRIES, requestedCapabilities, type TokenLimits } from "./token-limits.js";
+import {
+  newRefreshToken,
+  presentedRefreshToken,
+  REFRESH_FAMILY_TTL_S,
+  REFRESH_REQUEST_HEADER,
+  REFRESH_TOKEN_TTL_S,
+  refreshTokenHash,
+} from "./refresh-tokens.js";
+import { intersectLimits, limitClaims, listValues, MAX_LIMIT_ENTRIES, requestedCapabilities, type TokenLimits } from "./token-limits.js";
 import type { TrustConfig } from "./trust-config.js";
 
 /** Lifetime of exchanged tokens (spec §8). */
@@ -57,6 +67,7 @@ export interface ExchangeDeps {
   readonly grantsOf: (identityUid: string) => Promise<Grant[]>;
   /** Uids of the groups named exactly `name` at or under any of `within` (at most `max + 1`). */
   readonly groupsNamed: (name: string, within: readonly string[], max: number) => Promise<string[]>;
+  readonly refreshTokens: RefreshTokensRepository;
   readonly now: () => number;
 }
 
@@ -202,11 +213,73 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
     return { ...requested, scopes };
   }
 
+  async function mintAccess(subject: string, aud: readonly string[], limits: TokenLimits | undefined, act: Record<string, unknown> | undefined) {
+    const issuer = deps.issuer();
+    const minted = await issuer.mint({
+      subject,
+      audience: aud.length === 1 ? (aud[0] as string) : aud,
+      ttlSeconds: EXCHANGED_TOKEN_TTL_S,
+      claims: { ...(act ? { act } : {}), ...limitClaims(limits) },
+    });
+    return { token: minted, expiry: timestampFromMs((Math.floor(deps.now() / 1000) + EXCHANGED_TOKEN_TTL_S) * 1000) };
+  }
+
+  /** A new refresh token of `familyId` and the row that stores it (its hash). */
+  function refreshTokenRecord(
+    identityUid: string,
+    aud: readonly string[],
+    limits: TokenLimits | undefined,
+    familyId: string,
+    familyExpireS: number,
+  ): { token: string; expireS: number; record: NewRefreshToken } {
+    const iat = Math.floor(deps.now() / 1000);
+    const expireS = Math.min(iat + REFRESH_TOKEN_TTL_S, familyExpireS);
+    const token = newRefreshToken({ iss: deps.issuer().issuer, sub: identityUid, aud: aud.length === 1 ? (aud[0] as string) : aud, iat, exp: expireS });
+    return {
+      token,
+      expireS,
+      record: {
+        tokenHash: refreshTokenHash(token),
+        familyId,
+        identityUid,
+        audiences: aud,
+        ...(limits?.capabilities ? { capabilities: limits.capabilities } : {}),
+        ...(limits?.scopes ? { scopes: limits.scopes } : {}),
+        issueTime: iat,
+        expireTime: expireS,
+        familyExpireTime: familyExpireS,
+      },
+    };
+  }
+
+  async function storeRefreshToken(identityUid: string, aud: readonly string[], limits: TokenLimits | undefined, familyId: string, familyExpireS: number) {
+    const issued = refreshTokenRecord(identityUid, aud, limits, familyId, familyExpireS);
+    await deps.refreshTokens.issue(issued.record, issued.record.issueTime);
+    return issued;
+  }
+
+  /**
+   * Whether the Exchange asks for a refresh token (REFRESH_REQUEST_HEADER: "true" or "1";
+   * absent, "false" or "0": no). Only user sign-in gets one: an assumed identity's owner
+   * chose how it is proven (a short-lived CI token, say), and a refresh token would outlive
+   * that proof by weeks. @throws INVALID_ARGUMENT for any other value, or with `identity`.
+   */
+  function refreshRequested(context: HandlerContext, identity: string): boolean {
+    const raw = context.requestHeader.get(REFRESH_REQUEST_HEADER);
+    if (raw === null) return false;
+    const value = raw.trim().toLowerCase();
+    if (value === "false" || value === "0" || value === "") return false;
+    if (value !== "true" && value !== "1") throw invalidField(REFRESH_REQUEST_HEADER, "must be \"true\" or \"false\"");
+    if (identity !== "") throw invalidField(REFRESH_REQUEST_HEADER, "refresh tokens are issued only for user sign-in, not for an assumed identity");
+    return true;
+  }
+
   return {
     async exchange(req, context: HandlerContext) {
       const aud = audiences(req.aud);
       if (req.identity !== "" && !isUidp(req.identity)) throw invalidField("identity", "must be a valid UIDP");
       const requested = requestedLimits(req);
+      const wantsRefresh = refreshRequested(context, req.identity);
       const token = bearerToken(context.requestHeader.get("authorization"), context.protocolName);
       // Malformed tokens fail the same way whether or not the identity exists.
       const iss = unverifiedIssuer(token);
@@ -230,14 +303,55 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
         subject = user.identity.uid;
         limits = user.limits;
       }
-      const issuer = deps.issuer();
-      const minted = await issuer.mint({
-        subject,
-        audience: aud.length === 1 ? (aud[0] as string) : aud,
-        ttlSeconds: EXCHANGED_TOKEN_TTL_S,
-        claims: { ...(act ? { act } : {}), ...limitClaims(limits) },
+      const access = await mintAccess(subject, aud, limits, act);
+      if (!wantsRefresh) return access;
+      // The first token of a new family, with the audiences and reduction of this exchange:
+      // a refresh can narrow them, never widen them.
+      const nowS = Math.floor(deps.now() / 1000);
+      const familyExpireS = nowS + REFRESH_FAMILY_TTL_S;
+      const refresh = await storeRefreshToken(subject, aud, limits, randomUUID(), familyExpireS);
+      return { ...access, refreshToken: refresh.token };
+    },
+
+    async exchangeRefreshToken(req, context: HandlerContext) {
+      const aud = audiences(req.aud);
+      const requested = requestedLimits(req);
+      const presented = presentedRefreshToken(context.requestHeader.get("authorization"), context.protocolName);
+      const hash = refreshTokenHash(presented);
+      const now = deps.now();
+      // Read first, to refuse a bad request before anything is written; the rotation below
+      // re-reads the row inside its transaction, so nothing can change in between unseen.
+      const found = await deps.refreshTokens.find(hash);
+      if (!found) throw tokenRejected("TOKEN_INVALID", "the refresh token is not valid (unknown, revoked or already rotated away)");
+      if (found.usedTime === null && found.expireTime <= Math.floor(now / 1000)) {
+        throw tokenRejected("TOKEN_EXPIRED", "the refresh token has expired; sign in again");
+      }
+      for (const a of aud) {
+        if (!found.audiences.includes(a)) throw invalidField("aud", `${JSON.stringify(a)} is not an audience this refresh token was issued for`);
+      }
+      // The original reduction stays; the request may narrow it further, never widen it.
+      const limits = intersectLimits(storedLimits(found), await resolveLimits(found.identityUid, requested));
+      let next: { token: string; expireS: number } | undefined;
+      const outcome = await deps.refreshTokens.rotate(hash, Math.floor(now / 1000), (previous) => {
+        const issued = refreshTokenRecord(previous.identityUid, previous.audiences, limits, previous.familyId, previous.familyExpireTime);
+        next = issued;
+        return issued.record;
       });
-      return { token: minted, expiry: timestampFromMs((Math.floor(deps.now() / 1000) + EXCHANGED_TOKEN_TTL_S) * 1000) };
+      if (outcome.kind === "reused") {
+        throw tokenRejected("REFRESH_TOKEN_REUSED", "the refresh token was already used; every token of its sign-in is now revoked: sign in again");
+      }
+      if (outcome.kind === "expired") throw tokenRejected("TOKEN_EXPIRED", "the refresh token has expired; sign in again");
+      if (outcome.kind === "unknown" || !next) {
+        throw tokenRejected("TOKEN_INVALID", "the refresh token is not valid (unknown, revoked or already rotated away)");
+      }
+      const access = await mintAccess(outcome.previous.identityUid, aud, limits, undefined);
+      return { token: access, refreshToken: { token: next.token, expiry: timestampFromMs(next.expireS * 1000) } };
     },
   };
+}
+
+/** The reduction a refresh family carries. */
+function storedLimits(row: { capabilities?: readonly number[]; scopes?: readonly string[] }): TokenLimits | undefined {
+  if (!row.capabilities && !row.scopes) return undefined;
+  return { ...(row.capabilities ? { capabilities: row.capabilities } : {}), ...(row.scopes ? { scopes: row.scopes } : {}) };
 }
