@@ -9,7 +9,8 @@
  * SHA-256 of the whole string and uses only the stored row. Guessing one means guessing
  * 256 random bits.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { secretHash } from "./secret-hash.js";
 import { tokenRejected } from "./tokens.js";
 
 /** How long one refresh token may be used (each rotation issues a new one). */
@@ -42,7 +43,7 @@ export function newRefreshToken(claims: RefreshTokenClaims): string {
 
 /** What is stored for a token: its SHA-256, hex. */
 export function refreshTokenHash(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
+  return secretHash(token);
 }
 
 /**

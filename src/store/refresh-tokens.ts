@@ -8,7 +8,7 @@
  * the second sees the token used and revokes the family. Expired rows are pruned by every
  * issue and rotation (indexed on expire_time). No proto types enter here.
  */
-import { and, eq, lte } from "drizzle-orm";
+import { eq, lte } from "drizzle-orm";
 import { notFound } from "../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
@@ -118,7 +118,7 @@ export function createRefreshTokensRepository(db: Db): RefreshTokensRepository {
         const previous = toRecord(row);
         tx.update(refreshTokens)
           .set({ usedTime: now })
-          .where(and(eq(refreshTokens.tokenHash, tokenHash)))
+          .where(eq(refreshTokens.tokenHash, tokenHash))
           .run();
         prune(tx, now);
         tx.insert(refreshTokens).values(toRow(next(previous))).run();

@@ -425,7 +425,9 @@ export const refreshTokens = sqliteTable(
  * no token ever issued. Tokens are stored as SHA-256 hashes only. `etag` changes with every
  * change of the row. Rows go with their provider (cascade).
  */
-export const scimCredentials = sqliteTable("scim_credentials", {
+export const scimCredentials = sqliteTable(
+  "scim_credentials",
+  {
   identityProviderUid: text("identity_provider_uid")
     .primaryKey()
     .references(() => identityProviders.uid, { onDelete: "cascade" }),
@@ -441,7 +443,9 @@ export const scimCredentials = sqliteTable("scim_credentials", {
   issued: integer("issued", { mode: "boolean" }).notNull().default(false),
   etag: text("etag").notNull(),
   updateTime: integer("update_time").notNull(),
-});
+  },
+  (t) => [index("scim_credentials_token_idx").on(t.tokenHash), index("scim_credentials_previous_token_idx").on(t.previousTokenHash)],
+);
 
 export type GroupRow = typeof groups.$inferSelect;
 export type IdentityRow = typeof identities.$inferSelect;

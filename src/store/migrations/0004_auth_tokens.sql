@@ -28,3 +28,6 @@ CREATE TABLE `scim_credentials` (
 	`update_time` integer NOT NULL,
 	FOREIGN KEY (`identity_provider_uid`) REFERENCES `identity_providers`(`uid`) ON UPDATE no action ON DELETE cascade
 );
+--> statement-breakpoint
+CREATE INDEX `scim_credentials_token_idx` ON `scim_credentials` (`token_hash`);--> statement-breakpoint
+CREATE INDEX `scim_credentials_previous_token_idx` ON `scim_credentials` (`previous_token_hash`);
