@@ -329,6 +329,15 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
       for (const a of aud) {
         if (!found.audiences.includes(a)) throw invalidField("aud", `${JSON.stringify(a)} is not an audience this refresh token was issued for`);
       }
+      // A refresh stands in for a new sign-in, so it needs what sign-in needs: the user's
+      // identity provider still trusted for users. Removing it from the config ends its
+      // users' refresh tokens too (they are refused, not revoked: trusting it again revives them).
+      const user = await deps.identities.get(found.identityUid);
+      const rel = user?.relationship;
+      const issuer = rel?.kind === "claim_match" && "exact" in rel.issuer ? rel.issuer.exact : undefined;
+      if (issuer === undefined || !trusted.get(issuer)?.users) {
+        throw tokenRejected("TOKEN_INVALID", "the refresh token's identity provider is no longer trusted for sign-in; sign in again");
+      }
       // The original reduction stays; the request may narrow it further, never widen it.
       const limits = intersectLimits(storedLimits(found), await resolveLimits(found.identityUid, requested));
       let next: { token: string; expireS: number } | undefined;

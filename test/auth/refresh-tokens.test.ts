@@ -6,6 +6,9 @@
  * original down-scoping kept (a refresh can narrow it, never widen it).
  */
 import { createHash } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import Database from "better-sqlite3";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { decodeJwt } from "jose";
@@ -263,5 +266,38 @@ describe("refresh token lifetime (server clock)", () => {
     moved += DAY_MS;
     expect(await restDoor.refresh(current, {})).toMatchObject({ ok: false, code: 16, reason: "TOKEN_EXPIRED" });
     t.advanceClock(-moved);
+  });
+});
+
+describe("refresh and the identity provider's trust", () => {
+  it("a refresh is refused once the user's identity provider is no longer trusted for sign-in", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-refresh-trust-"));
+    const issuerUrl = "https://trellis.example.test";
+    const trusting = await startTestApp({ dataDir, issuerUrl, trust: { identityProviders: [{ issuer: idp.issuer, users: true, clientId: CLIENT_ID }] } });
+    let refreshToken: string;
+    try {
+      const r = await rest(trusting.url, "GET", `/sts/exchange?aud=${encodeURIComponent(issuerUrl)}`, undefined, {
+        authorization: `Bearer ${await idp.sign({ sub: "leaver", aud: CLIENT_ID })}`,
+        [REFRESH_REQUEST_HEADER]: "true",
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      refreshToken = r.body.refreshToken;
+    } finally {
+      await trusting.close();
+    }
+    const distrusting = await startTestApp({ dataDir, issuerUrl, trust: { identityProviders: [] } });
+    try {
+      const before = snapshotDb(distrusting.dbFile);
+      const r = await rest(distrusting.url, "POST", "/sts/exchange_refresh_token", `aud=${encodeURIComponent(issuerUrl)}`, {
+        authorization: `Bearer ${refreshToken}`,
+        "content-type": "application/x-www-form-urlencoded",
+      });
+      expect(r.status).toBe(401);
+      expect(r.body.details[0].reason).toBe("TOKEN_INVALID");
+      expect(snapshotDb(distrusting.dbFile)).toBe(before);
+    } finally {
+      await distrusting.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
