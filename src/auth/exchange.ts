@@ -39,7 +39,7 @@ import type { NewRefreshToken, RefreshTokensRepository } from "../store/refresh-
 import type { Grant } from "../store/role-bindings.js";
 import { matchesClaims, matchesString } from "../services/iam/claim-match.js";
 import { type IdentitiesRepository, type IdentityRecord, userIdentityUid } from "../store/identities.js";
-import { isUidp } from "../store/uidp.js";
+import { isAncestorOrSelf, isUidp } from "../store/uidp.js";
 import { bearerToken } from "./authenticate.js";
 import type { IdpVerifier } from "./idp-keys.js";
 import type { TokenIssuer } from "./tokens.js";
@@ -77,6 +77,9 @@ export interface RequestedLimits {
   /** UIDPs and group names, as sent. */
   readonly scopes?: readonly string[];
 }
+
+/** How many bound groups one name search names at once. */
+const NAME_SEARCH_SLICE = 200;
 
 /** A group name as a scope: the shape group names have (no '/', so never a UIDP path). */
 const SCOPE_NAME = /^[a-z0-9 ._-]{1,63}$/;
@@ -192,14 +195,21 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
   async function resolveLimits(identityUid: string, requested: RequestedLimits | undefined): Promise<TokenLimits | undefined> {
     if (!requested?.scopes) return requested as TokenLimits | undefined;
     const names = requested.scopes.filter((s) => !isUidp(s));
-    const bound = names.length > 0 ? [...new Set((await deps.grantsOf(identityUid)).map((g) => g.groupUid))] : [];
+    // The groups the identity is bound at, each standing for its subtree (nested ones dropped).
+    const boundAll = names.length > 0 ? [...new Set((await deps.grantsOf(identityUid)).map((g) => g.groupUid))] : [];
+    const bound = boundAll.filter((g) => !boundAll.some((other) => other !== g && isAncestorOrSelf(other, g)));
     const scopes: string[] = [];
     for (const s of requested.scopes) {
       if (isUidp(s)) {
         scopes.push(s);
         continue;
       }
-      const found = bound.length > 0 ? await deps.groupsNamed(s, bound, 1) : [];
+      // In slices, so an identity bound in very many groups never builds one statement with
+      // more parameters than SQLite takes.
+      const found: string[] = [];
+      for (let i = 0; i < bound.length && found.length < 2; i += NAME_SEARCH_SLICE) {
+        found.push(...(await deps.groupsNamed(s, bound.slice(i, i + NAME_SEARCH_SLICE), 1)));
+      }
       if (found.length !== 1) {
         throw invalidField(
           "scopes",
