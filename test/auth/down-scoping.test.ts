@@ -9,6 +9,7 @@
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Groups } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/role_bindings_pb.js";
@@ -199,6 +200,11 @@ describe("a down-scoped token on every API door", () => {
       const ids = await door.call(t.url, listOnly, IdentitiesService.method.listIdentities, {});
       expect(ids).toMatchObject({ ok: true });
       expect((ids as { body: { identities?: unknown[] } }).body.identities ?? []).toEqual([]);
+      // The v1 List too.
+      const v1 = await door.call(t.url, listOnly, Groups.method.list, {});
+      expect(v1.ok, JSON.stringify(v1)).toBe(true);
+      const v1Ids = ((v1 as { body: { items?: { id: string }[] } }).body.items ?? []).map((g) => g.id).sort();
+      expect(v1Ids).toEqual([alpha, alphaChild].sort());
       // Naming a group outside the scopes is refused like a Get on it.
       expect(await door.call(t.url, listOnly, GroupsService.method.listGroups, { uidp: { descendantsOf: org } })).toMatchObject({ ok: false, code: 7 });
     });
@@ -236,6 +242,11 @@ describe("a down-scoped token on every API door", () => {
         reason: "TOKEN_DOWN_SCOPED",
       });
       expect(await door.call(t.url, listOnly, GroupsService.method.createGroup, { parent: "", group: { name: "side-org" } })).toMatchObject({
+        ok: false,
+        code: 7,
+        reason: "TOKEN_DOWN_SCOPED",
+      });
+      expect(await door.call(t.url, listOnly, Groups.method.create, { parent: "", group: { name: "side-org-v1" } })).toMatchObject({
         ok: false,
         code: 7,
         reason: "TOKEN_DOWN_SCOPED",
