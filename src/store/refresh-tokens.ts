@@ -111,10 +111,8 @@ export function createRefreshTokensRepository(db: Db): RefreshTokensRepository {
           tx.delete(refreshTokens).where(eq(refreshTokens.familyId, row.familyId)).run();
           return { kind: "reused" };
         }
-        if (row.expireTime <= now) {
-          prune(tx, now);
-          return { kind: "expired" };
-        }
+        // Refused without writing (the row is pruned by the next issue or rotation).
+        if (row.expireTime <= now) return { kind: "expired" };
         const previous = toRecord(row);
         tx.update(refreshTokens)
           .set({ usedTime: now })
