@@ -20,6 +20,7 @@ import type { Grant } from "../store/role-bindings.js";
 import { isAncestorOrSelf, isUidp } from "../store/uidp.js";
 import { callerOf } from "./caller.js";
 import { type MethodPlans, readPath } from "./iam-plan.js";
+import { isLimited, narrowGrants } from "./token-limits.js";
 import { VISIBLE_SCOPES } from "./visible-scopes.js";
 
 export interface AuthorizationDeps {
@@ -53,6 +54,22 @@ function denied(method: DescMethod, capabilities: readonly number[], scope: stri
   });
 }
 
+/**
+ * The capability-free methods about the caller that a down-scoped token may still call: they
+ * only read about the caller (or, LookupIdentity, about nothing). Every other such method
+ * changes something on the caller's behalf (UpdateIdentityMetadata, RequestGroupAccess) and
+ * is refused, as is founding an organization: a token asked to be worth less must not write
+ * outside what it was reduced to. An allowlist, so a method added later fails closed.
+ */
+const READS_ABOUT_THE_CALLER = new Set(["LookupIdentity", "LookupGroup", "CheckEligibility"]);
+
+function downScopedRefusal(method: DescMethod, what: string) {
+  return permissionDenied(`a down-scoped token cannot ${what}; exchange for a token without cap/scopes`, {
+    reason: "TOKEN_DOWN_SCOPED",
+    metadata: { method: `${method.parent.typeName}/${method.name}` },
+  });
+}
+
 function fieldPath(path: readonly DescField[]): string {
   return path.map((f) => f.name).join(".");
 }
@@ -64,10 +81,17 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
     const caller = callerOf(context);
     // The authentication hook runs first and always sets a caller on non-disabled methods.
     if (!caller) throw permissionDenied("no authenticated caller");
-    if (caller.operator || plan.kind === "authenticated") return;
+    if (caller.operator) return;
+    const limited = isLimited(caller.limits);
+    if (plan.kind === "authenticated") {
+      if (limited && !READS_ABOUT_THE_CALLER.has(method.name)) throw downScopedRefusal(method, `call ${method.name}`);
+      return;
+    }
     if (plan.kind === "operatorOnly") throw permissionDenied(`only an operator may call ${method.name} (${plan.why})`);
 
-    const grants = isUidp(caller.subject) ? await deps.grantsOf(caller.subject) : [];
+    // A down-scoped token holds its identity's bindings narrowed to what it asked for
+    // (token-limits.ts), for every plan below, Lists included.
+    const grants = isUidp(caller.subject) ? narrowGrants(await deps.grantsOf(caller.subject), caller.limits) : [];
     const requireAt = (path: readonly DescField[], capabilities: readonly number[]) => {
       const scope = readPath(request, path);
       if (!isUidp(scope)) throw invalidField(fieldPath(path), "must be a valid UIDP");
@@ -100,7 +124,10 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
       case "create":
         // An empty parent creates an organization: open to every signed-in caller, who
         // becomes its owner in the same transaction (src/store/groups.ts).
-        if (readPath(request, [plan.parent]) === "") return;
+        if (readPath(request, [plan.parent]) === "") {
+          if (limited) throw downScopedRefusal(method, "found an organization");
+          return;
+        }
         requireAt([plan.parent], plan.capabilities);
         return;
       case "getRole":

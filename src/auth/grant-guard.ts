@@ -33,6 +33,7 @@ import type { Grant } from "../store/role-bindings.js";
 import { isUidp } from "../store/uidp.js";
 import { holdsAt } from "./authorize.js";
 import { callerOf } from "./caller.js";
+import { narrowGrants } from "./token-limits.js";
 
 /** The escalation checks for the caller of one call; each throws PERMISSION_DENIED. */
 export interface EscalationGuard {
@@ -75,8 +76,10 @@ export function defaultRoleGuard(context: HandlerContext): (view: GrantView, gro
 export function escalationGuard(context: HandlerContext): EscalationGuard {
   const caller = callerOf(context);
   if (!caller || caller.operator) return NO_CHECKS;
-  const subject = caller.subject;
-  const grantsIn = (view: GrantView) => (isUidp(subject) ? view.grantsOf(subject) : []);
+  const { subject, limits } = caller;
+  // What the caller holds through THIS token: a down-scoped token grants, re-targets or
+  // takes away only within its reduction (token-limits.ts), never with the identity's full set.
+  const grantsIn = (view: GrantView) => (isUidp(subject) ? narrowGrants(view.grantsOf(subject), limits) : []);
   return {
     roles(view, groupUid, roleUids) {
       const grants = grantsIn(view);

@@ -3,8 +3,8 @@
  *
  * A token is a JWS compact JWT signed ES256 with the newest key from signing-keys.ts, header
  * `{alg: "ES256", kid, typ: "at+jwt"}`, claims `iss`, `sub` (identity uid, or
- * `operator:<name>`), `aud`, `iat`, `exp`, `jti`, and `trellis_operator: true` on operator
- * tokens.
+ * `operator:<name>`), `aud`, `iat`, `exp`, `jti`, `trellis_operator: true` on operator
+ * tokens, and `trellis_cap` / `trellis_scopes` on down-scoped ones (token-limits.ts).
  *
  * Verification pins everything jose would otherwise let through (docs/auth.md
  * "Tokens", docs/security.md "Authentication"): algorithms ["ES256"] (no `none`, no HS256 made with our public key), our issuer,
@@ -21,6 +21,7 @@ import { randomUUID } from "node:crypto";
 import { createLocalJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
 import { ApiError, GrpcCode } from "../errors/api-error.js";
 import type { SigningKeySet } from "./signing-keys.js";
+import { limitsFromClaims, type TokenLimits } from "./token-limits.js";
 
 /** The JWT `typ` header of our API tokens (RFC 9068): an IdP ID token is never one. */
 export const API_TOKEN_TYPE = "at+jwt";
@@ -49,6 +50,8 @@ export interface Caller {
   readonly operator: boolean;
   /** Expiry, seconds since the epoch. */
   readonly exp: number;
+  /** The down-scoping the token carries (token-limits.ts); undefined when it has none. */
+  readonly limits?: TokenLimits;
 }
 
 export interface MintOptions {
@@ -126,7 +129,15 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
     }
     if (issuedInTheFuture(payload.iat, now())) throw tokenRejected("TOKEN_INVALID", "the token is not valid yet");
     if (typeof payload.sub !== "string" || payload.sub === "") throw tokenRejected("TOKEN_INVALID", "the token has no subject");
-    return { subject: payload.sub, operator: payload[OPERATOR_CLAIM] === true, exp: payload.exp as number };
+    const limits = limitsFromClaims(payload);
+    if (limits === "invalid") throw tokenRejected("TOKEN_INVALID", "the token's down-scoping claims are malformed");
+    const operator = payload[OPERATOR_CLAIM] === true;
+    // Only exchanged tokens are down-scoped; an operator token never is, and one claiming both
+    // is not a token this server made.
+    if (operator && limits) throw tokenRejected("TOKEN_INVALID", "an operator token cannot be down-scoped");
+    return limits
+      ? { subject: payload.sub, operator, exp: payload.exp as number, limits }
+      : { subject: payload.sub, operator, exp: payload.exp as number };
   }
 
   return {

@@ -9,12 +9,14 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import { cors as connectCors } from "@connectrpc/connect";
+import { REFRESH_REQUEST_HEADER } from "../auth/refresh-tokens.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 const ALLOW_METHODS = [...new Set([...connectCors.allowedMethods, "GET", "POST", "PUT", "PATCH", "DELETE"])].join(", ");
-const ALLOW_HEADERS = [...new Set([...connectCors.allowedHeaders, "Authorization"])].join(", ");
+// The refresh-token request header too, so an allowed browser client can sign in with one.
+const ALLOW_HEADERS = [...new Set([...connectCors.allowedHeaders, "Authorization", REFRESH_REQUEST_HEADER])].join(", ");
 const EXPOSE_HEADERS = [...new Set([...connectCors.exposedHeaders, "WWW-Authenticate", "Allow"])].join(", ");
 
 /**

@@ -10,6 +10,7 @@ import { file_google_rpc_error_details } from "../../gen/google/rpc/error_detail
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { credentialInQuery, foldRepeatedAuthorization, tokenInUrlError } from "../auth/authenticate.js";
 import { createExchangeService } from "../auth/exchange.js";
+import { createRefreshTokensRepository } from "../store/refresh-tokens.js";
 import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
@@ -99,6 +100,9 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         idp: createIdpVerifier(now),
         trust,
         identities: ctx.store.identities,
+        grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
+        refreshTokens: createRefreshTokensRepository(db),
+        groupsNamed: async (name, within, max) => (await ctx.store.groups.listAll({ uidp: {}, name, within }, max)).map((g) => g.uid),
         now,
       }),
     });

@@ -19,6 +19,7 @@ import { createRepoReadmesRepository, type RepoReadmesRepository } from "../stor
 import { createReposRepository, type ReposRepository } from "../store/repos.js";
 import { createRoleBindingsRepository, type RoleBindingsRepository } from "../store/role-bindings.js";
 import { createRolesRepository, type RolesRepository } from "../store/roles.js";
+import { createScimCredentialsRepository, type ScimCredentialsRepository } from "../store/scim-credentials.js";
 import { getOrCreateSecret } from "../store/server-keys.js";
 import { createTagsRepository, type TagsRepository } from "../store/tags.js";
 
@@ -32,6 +33,7 @@ export interface ServiceContext {
     readonly roles: RolesRepository;
     readonly roleBindings: RoleBindingsRepository;
     readonly identityProviders: IdentityProvidersRepository;
+    readonly scimCredentials: ScimCredentialsRepository;
     readonly accountAssociations: AccountAssociationsRepository;
     readonly groupInvites: GroupInvitesRepository;
     readonly repos: ReposRepository;
@@ -56,6 +58,7 @@ export function createServiceContext(db: Db, now: () => number): ServiceContext 
       roles: createRolesRepository(db),
       roleBindings: createRoleBindingsRepository(db),
       identityProviders: createIdentityProvidersRepository(db),
+      scimCredentials: createScimCredentialsRepository(db),
       accountAssociations: createAccountAssociationsRepository(db),
       groupInvites: createGroupInvitesRepository(db),
       repos: createReposRepository(db),

@@ -461,6 +461,66 @@ export const advisoryEvents = sqliteTable(
   ],
 );
 
+/**
+ * Refresh tokens (src/store/refresh-tokens.ts). Only a SHA-256 of each token is stored, so a
+ * copy of the database cannot be used to refresh. A family is the chain of tokens rotated
+ * from one exchange: each token is used once (`used_time`), and a used one presented again
+ * revokes the whole family. Rows go with their identity (cascade).
+ */
+export const refreshTokens = sqliteTable(
+  "refresh_tokens",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    familyId: text("family_id").notNull(),
+    identityUid: text("identity_uid")
+      .notNull()
+      .references(() => identities.uid, { onDelete: "cascade" }),
+    /** JSON array of the audiences the family may ask for. */
+    audiences: text("audiences").notNull(),
+    /** JSON array of capability numbers, or null: the family's down-scoping (token-limits.ts). */
+    capabilities: text("capabilities"),
+    /** JSON array of group UIDPs, or null. */
+    scopes: text("scopes"),
+    issueTime: integer("issue_time").notNull(),
+    expireTime: integer("expire_time").notNull(),
+    /** No token of the family lives past this, however often it is rotated. */
+    familyExpireTime: integer("family_expire_time").notNull(),
+    usedTime: integer("used_time"),
+  },
+  (t) => [
+    index("refresh_tokens_family_idx").on(t.familyId),
+    index("refresh_tokens_identity_idx").on(t.identityUid),
+    index("refresh_tokens_expire_idx").on(t.expireTime),
+  ],
+);
+
+/**
+ * SCIM state of an identity provider (src/store/scim-credentials.ts); no row = SCIM off and
+ * no token ever issued. Tokens are stored as SHA-256 hashes only. `etag` changes with every
+ * change of the row. Rows go with their provider (cascade).
+ */
+export const scimCredentials = sqliteTable(
+  "scim_credentials",
+  {
+  identityProviderUid: text("identity_provider_uid")
+    .primaryKey()
+    .references(() => identityProviders.uid, { onDelete: "cascade" }),
+  enabled: integer("enabled", { mode: "boolean" }).notNull().default(false),
+  tokenHash: text("token_hash"),
+  /** Null when the token never expires (or none is issued). */
+  tokenExpireTime: integer("token_expire_time"),
+  previousTokenHash: text("previous_token_hash"),
+  previousTokenExpireTime: integer("previous_token_expire_time"),
+  /** Set when the tokens were revoked (token_hash is then null). */
+  revokeTime: integer("revoke_time"),
+  /** True once any token was issued (tells NOT_ISSUED from REVOKED). */
+  issued: integer("issued", { mode: "boolean" }).notNull().default(false),
+  etag: text("etag").notNull(),
+  updateTime: integer("update_time").notNull(),
+  },
+  (t) => [index("scim_credentials_token_idx").on(t.tokenHash), index("scim_credentials_previous_token_idx").on(t.previousTokenHash)],
+);
+
 export type GroupRow = typeof groups.$inferSelect;
 export type IdentityRow = typeof identities.$inferSelect;
 export type RoleRow = typeof roles.$inferSelect;
@@ -476,3 +536,5 @@ export type RegistrySettingsRow = typeof registrySettings.$inferSelect;
 export type EolTagRow = typeof eolTags.$inferSelect;
 export type AdvisoryRow = typeof advisories.$inferSelect;
 export type AdvisoryEventRow = typeof advisoryEvents.$inferSelect;
+export type RefreshTokenRow = typeof refreshTokens.$inferSelect;
+export type ScimCredentialRow = typeof scimCredentials.$inferSelect;

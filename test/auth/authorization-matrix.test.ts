@@ -20,7 +20,7 @@
  * Expected, per case:
  * - scoped, create and GetRole plans: allowed exactly when the target is `team` or `sub`, the
  *   role holds every capability of the plan, and the variant grants nothing the role lacks;
- *   allowed = OK (UNIMPLEMENTED for the methods not built yet), refused = PERMISSION_DENIED
+ *   allowed = OK (UNIMPLEMENTED for CheckAccountAssociation, which needs the cloud provider), refused = PERMISSION_DENIED
  *   with the reason above, and the database unchanged (snapshotDb).
  * - unscoped Lists: never refused; the fixture made at the target is listed exactly when the
  *   plan would allow reading there.
@@ -65,8 +65,8 @@ const SERVICES: readonly DescService[] = [
 const SAMPLE_PER_DOOR = 100;
 const SEED = Number(process.env.MATRIX_SEED ?? 20261125);
 
-/** Methods answered UNIMPLEMENTED once authorized (they call systems Trellis does not run). */
-const UNIMPLEMENTED = new Set(["GenerateScimToken", "RegenerateScimToken", "RevokeScimToken", "SetScimEnabled", "CheckAccountAssociation"]);
+/** Methods answered UNIMPLEMENTED once authorized (they need systems Trellis does not call). */
+const UNIMPLEMENTED = new Set(["CheckAccountAssociation"]);
 
 /** Write rights only, among them every one whose use can grant a role (so each guard is reached). */
 const NARROW_CAPABILITIES = [
@@ -121,6 +121,12 @@ const fx = {
   binding: (g: string, identityUid: string, roleUid: string) => uidOf(op("POST", `/iam/v2beta1/roleBindings/${g}`, { identityUid, roleUid })),
   invite: (g: string) => uidOf(op("POST", `/iam/v2beta1/groupInvites/${g}`, { roleUid: builtInRoleUid("viewer"), ttl: "3600s" })),
   idp: (g: string) => uidOf(op("POST", `/iam/v2beta1/identityProviders/${g}`, { name: unique("idp"), defaultRole: builtInRoleUid("viewer"), oidc: OIDC })),
+  /** A provider with a SCIM token issued (its SCIM etag is then "1"). */
+  scimIdp: async (g: string) => {
+    const uid = await fx.idp(g);
+    await op("POST", `/iam/v2beta1/identityProviders/${uid}:generateScimToken`, {});
+    return uid;
+  },
   association: (g: string) => uidOf(op("POST", `/iam/v2beta1/accountAssociations/${g}`, { name: unique("acct"), amazon: { account: "123456789012" } })),
 };
 const OIDC = { issuer: "https://idp.example.com/realms/acme", clientId: "trellis-console", clientSecret: "s3cret-value" };
@@ -286,10 +292,19 @@ const VARIANTS: Readonly<Record<string, readonly Variant[]>> = {
   ],
   "chainguard.platform.iam.v2beta1.IdentityProvidersService/DeleteIdentityProvider": [v("delete", async (g) => ({ request: { uid: await fx.idp(g) } }))],
   "chainguard.platform.iam.v2beta1.IdentityProvidersService/ListIdentityProviders": [list(fx.idp)],
-  "chainguard.platform.iam.v2beta1.IdentityProvidersService/GenerateScimToken": [v("generate", async (g) => ({ request: { identityProviderUid: await fx.idp(g) } }))],
-  "chainguard.platform.iam.v2beta1.IdentityProvidersService/RegenerateScimToken": [v("regenerate", async (g) => ({ request: { identityProviderUid: await fx.idp(g), etag: "x" } }))],
-  "chainguard.platform.iam.v2beta1.IdentityProvidersService/RevokeScimToken": [v("revoke", async (g) => ({ request: { identityProviderUid: await fx.idp(g) } }))],
-  "chainguard.platform.iam.v2beta1.IdentityProvidersService/SetScimEnabled": [v("enable", async (g) => ({ request: { identityProviderUid: await fx.idp(g), enabled: true } }))],
+  "chainguard.platform.iam.v2beta1.IdentityProvidersService/GenerateScimToken": [
+    v("generate", async (g) => ({ request: { identityProviderUid: await fx.idp(g) } }), grants(VIEWER)),
+  ],
+  "chainguard.platform.iam.v2beta1.IdentityProvidersService/RegenerateScimToken": [
+    v("regenerate", async (g) => ({ request: { identityProviderUid: await fx.scimIdp(g), etag: "1" } }), grants(VIEWER)),
+  ],
+  "chainguard.platform.iam.v2beta1.IdentityProvidersService/RevokeScimToken": [
+    v("revoke", async (g) => ({ request: { identityProviderUid: await fx.scimIdp(g) } })),
+  ],
+  // A SCIM token provisions users with the provider's default role (viewer here): issuing one needs viewer.
+  "chainguard.platform.iam.v2beta1.IdentityProvidersService/SetScimEnabled": [
+    v("disable (no change)", async (g) => ({ request: { identityProviderUid: await fx.idp(g), enabled: false, etag: "0" } })),
+  ],
   // AccountAssociationsService: one association per group, so each case uses a fresh child of the target.
   "chainguard.platform.iam.v2beta1.AccountAssociationsService/CreateAccountAssociation": [
     v("amazon", async (g) => ({ request: { parent: await fx.group(g), accountAssociation: { name: unique("acct"), amazon: { account: "123456789012" } } } })),

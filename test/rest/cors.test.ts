@@ -36,6 +36,8 @@ describe("CORS with an allow-list", () => {
       expect(res.status).toBe(204);
       expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example");
       expect(res.headers.get("access-control-allow-headers")).toMatch(/Authorization/);
+      // An allowed browser client may ask the exchange for a refresh token.
+      expect(res.headers.get("access-control-allow-headers")).toMatch(/trellis-request-refresh-token/);
       expect(res.headers.get("access-control-allow-methods")).toMatch(/PATCH/);
     }
   });

@@ -218,11 +218,15 @@ describe.each(rpcTransports)("AccountAssociationsService over $name", (transport
     await rejects(() => client.listAccountAssociations({ orderBy: "update_time" }), Code.InvalidArgument, "order_by");
   });
 
-  it("answers UNIMPLEMENTED for CheckAccountAssociation", async () => {
-    await rejects(
+  it("answers UNIMPLEMENTED for CheckAccountAssociation, saying it needs the cloud provider", async () => {
+    const err = await rejects(
       () => client.checkAccountAssociation({ uid: "7".repeat(40), providerType: AccountProviderType.AMAZON }),
       Code.Unimplemented,
     );
+    expect(err.rawMessage).toContain("needs a call to the cloud provider");
+    const info = err.findDetails(ErrorInfoSchema)[0];
+    expect(info?.metadata.method).toBe("chainguard.platform.iam.v2beta1.AccountAssociationsService/CheckAccountAssociation");
+    expect(info?.metadata.needs).toContain("cloud provider");
   });
 });
 
@@ -230,8 +234,16 @@ describe("AccountAssociations over REST", () => {
   let t: TestApp;
   afterAll(async () => t.close());
 
+  it("CheckAccountAssociation is HTTP 501 saying it needs the cloud provider", async () => {
+    t ??= await startTestApp();
+    const r = await rest(t.url, "POST", `/iam/v2beta1/accountAssociations/${"7".repeat(40)}:checkAccountAssociation`, { providerType: "ACCOUNT_PROVIDER_TYPE_AMAZON" });
+    expect(r.status).toBe(501);
+    expect(r.body.code).toBe(12);
+    expect(r.body.details[0]).toMatchObject({ reason: "UNIMPLEMENTED", metadata: { needs: expect.stringContaining("cloud provider") } });
+  });
+
   it("round-trips every provider block as JSON and merges a PATCH body's leaf keys", async () => {
-    t = await startTestApp();
+    t ??= await startTestApp();
     const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "rest org" })).body.uid as string;
     const body = {
       name: "rest accounts",

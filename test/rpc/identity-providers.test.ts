@@ -109,14 +109,16 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
       pkceEnabled: false,
       correlationRule: Rule.SUB_EQUALS_EXTERNAL_ID, // UNSPECIFIED is stored as SUB_EQUALS_EXTERNAL_ID
     });
-    expect(idp.scim).toBeUndefined();
+    // SCIM state is reported, never taken from a request: a new provider has none issued.
+    expect(idp.scim).toMatchObject({ enabled: false, etag: "0", endpointUrl: "" });
     expect(idp.updateTime).toEqual(idp.createTime);
     expect(storedSecret(t.dbFile, idp.uid)).toBe("s3cret-value");
 
     const got = await client.getIdentityProvider({ uid: idp.uid });
     expect(got).toEqual(idp);
     const listed = await client.listIdentityProviders({ uidp: { ids: [idp.uid] } });
-    expect(listed.identityProviders).toEqual([idp]);
+    // List leaves credential_state unset (published: Get only).
+    expect(listed.identityProviders).toEqual([{ ...idp, scim: { ...idp.scim, credentialState: 0 } }]);
   });
 
   it("accepts PKCE without a secret, loopback http issuers, and roles of the group or an ancestor", async () => {
@@ -311,7 +313,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
       identityProvider: { uid: idp.uid, description: "scim ignored", defaultRole: orgRole, scim: { enabled: true, endpointUrl: "x" } },
     });
     expect(withScim).toMatchObject({ description: "scim ignored", defaultRole: orgRole });
-    expect(withScim.scim).toBeUndefined();
+    expect(withScim.scim).toMatchObject({ enabled: false, etag: "0", endpointUrl: "" });
   });
 
   it("deletes, answering NOT_FOUND for missing providers, and blocks deleting a group that has one", async () => {
@@ -351,9 +353,9 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
     await rejects(() => client.listIdentityProviders({ orderBy: "secret" }), Code.InvalidArgument, "order_by");
   });
 
-  it("answers UNIMPLEMENTED for the SCIM methods", async () => {
-    await rejects(() => client.generateScimToken({ identityProviderUid: `${org}/${"1".repeat(16)}` }), Code.Unimplemented);
-    await rejects(() => client.setScimEnabled({ identityProviderUid: org, enabled: true, etag: "x" }), Code.Unimplemented);
+  it("SCIM methods on a provider that does not exist are NOT_FOUND", async () => {
+    await rejects(() => client.generateScimToken({ identityProviderUid: `${org}/${"1".repeat(16)}` }), Code.NotFound);
+    await rejects(() => client.setScimEnabled({ identityProviderUid: `${org}/${"1".repeat(16)}`, enabled: true, etag: "0" }), Code.NotFound);
   });
 });
 

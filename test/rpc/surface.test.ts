@@ -63,7 +63,9 @@ const fullName = (m: DescMethodUnary) => `${m.parent.typeName}/${m.name}`;
 
 // The registered list does not depend on the context; a stub is enough to enumerate it. The
 // token exchange is built outside the service context (create-app passes it in).
-const entries = apiServices({ store: {} } as unknown as ServiceContext, { securityTokenService: { exchange: async () => ({}) } });
+const entries = apiServices({ store: {} } as unknown as ServiceContext, {
+  securityTokenService: { exchange: async () => ({}), exchangeRefreshToken: async () => ({}) },
+});
 const notBuilt = entries.flatMap(({ service, impl }) =>
   service.methods.filter((m) => m.methodKind === "unary" && !(m.localName in impl)).map((m) => m as DescMethodUnary),
 );

@@ -22,7 +22,11 @@
  *   `descendants_of` P finds the associations of P's strict descendants, not P's own (use
  *   `ids` or Get for that). Orders: `group` (the default, ascending) and `uid` (both the uid),
  *   `name`, `create_time`/`created_at`.
- * - CheckAccountAssociation would call the cloud provider: not implemented (UNIMPLEMENTED).
+ * - CheckAccountAssociation: UNIMPLEMENTED with `needs`. "Set up well enough to be used"
+ *   can only be learned from the cloud provider (assume the AWS role, impersonate the Google
+ *   service account, get an Azure token for the tenant); the stored blocks only say what the
+ *   customer typed. Answering READY from them would be a guess, so the method says what it
+ *   would need instead.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
@@ -30,7 +34,7 @@ import {
   type AccountAssociationsService,
   ListAccountAssociationsRequestSchema,
 } from "../../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
-import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
+import { type FieldViolation, invalidArgument, invalidField, notFound, unimplemented } from "../../errors/api-error.js";
 import { resolveNestedUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
 import {
@@ -77,6 +81,13 @@ export function createAccountAssociationsService(
   const repo = ctx.store.accountAssociations;
 
   return {
+    async checkAccountAssociation() {
+      throw unimplemented(
+        "chainguard.platform.iam.v2beta1.AccountAssociationsService/CheckAccountAssociation",
+        "a call to the cloud provider (AWS, Google Cloud or Azure) with the association's credentials",
+      );
+    },
+
     async getAccountAssociation(req) {
       requireValid(checkUidp("uid", req.uid));
       const row = await repo.get(req.uid);

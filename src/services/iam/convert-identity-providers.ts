@@ -1,11 +1,12 @@
 /**
  * IdentityProvider store records ⇄ proto messages.
  */
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
   type IdentityProvider,
   type IdentityProvider_OIDC,
+  IdentityProvider_SCIMSchema,
   IdentityProvider_OIDC_CorrelationRule,
   IdentityProviderSchema,
 } from "../../../gen/chainguard/platform/iam/v2beta1/identity_providers_pb.js";
@@ -13,10 +14,10 @@ import type { IdentityProviderRecord, OidcInput } from "../../store/identity-pro
 
 /**
  * The proto form of a stored provider. `oidc.client_secret` is always empty: the secret is
- * write-only on every RPC (Get, List, Create and Update responses). `scim` is left unset:
- * SCIM provisioning is not implemented.
+ * write-only on every RPC (Get, List, Create and Update responses). `scim` is the SCIM state
+ * the caller worked out (scim-tokens.ts scimToProto), or unset.
  */
-export function identityProviderToProto(row: IdentityProviderRecord): IdentityProvider {
+export function identityProviderToProto(row: IdentityProviderRecord, scim?: MessageInitShape<typeof IdentityProvider_SCIMSchema>): IdentityProvider {
   const { hasClientSecret: _secretStays, ...oidc } = row.oidc;
   return create(IdentityProviderSchema, {
     uid: row.uid,
@@ -26,6 +27,7 @@ export function identityProviderToProto(row: IdentityProviderRecord): IdentityPr
     configuration: { case: "oidc", value: { ...oidc, additionalScopes: [...oidc.additionalScopes], clientSecret: "" } },
     createTime: timestampFromMs(row.createTime),
     updateTime: timestampFromMs(row.updateTime),
+    ...(scim ? { scim } : {}),
   });
 }
 

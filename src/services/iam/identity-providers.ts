@@ -24,8 +24,10 @@
  *   `correlation_rule` is immutable: unset or restated is a no-op, a different value is
  *   INVALID_ARGUMENT. `scim` is output only: ignored in the body, rejected in a mask.
  * - Delete of a missing provider is NOT_FOUND (AIP default; the protos say nothing).
- * - The SCIM RPCs (Generate/Regenerate/RevokeScimToken, SetScimEnabled) are not implemented
- *   and answer UNIMPLEMENTED through the call pipeline.
+ * - The SCIM RPCs (Generate/Regenerate/RevokeScimToken, SetScimEnabled) are in
+ *   scim-tokens.ts. `scim` in responses reports the SCIM state: every field on Get, Create
+ *   and Update; on List without `token_expire_time` and with credential_state UNSPECIFIED,
+ *   as published.
  */
 import { create } from "@bufbuild/protobuf";
 import { defaultRoleGuard } from "../../auth/grant-guard.js";
@@ -53,6 +55,8 @@ import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { identityProviderToProto, oidcFromProto } from "./convert-identity-providers.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
+import type { ScimState } from "../../store/scim-credentials.js";
+import { createScimTokenMethods, scimToProto } from "./scim-tokens.js";
 
 /** order_by spellings accepted for identity providers. */
 const IDP_ORDERS: Readonly<Record<string, IdentityProviderOrder>> = {
@@ -89,13 +93,19 @@ export function createIdentityProvidersService(
   ctx: ServiceContext,
 ): Partial<ServiceImpl<typeof IdentityProvidersService>> {
   const repo = ctx.store.identityProviders;
+  const scim = ctx.store.scimCredentials;
+  /** A provider as Get, Create and Update answer it: with its whole SCIM state. */
+  const withScim = async (row: Parameters<typeof identityProviderToProto>[0]) =>
+    identityProviderToProto(row, scimToProto(await scim.get(row.uid), ctx.now(), true));
 
   return {
+    ...createScimTokenMethods(ctx),
+
     async getIdentityProvider(req) {
       requireValid(checkUidp("uid", req.uid));
       const row = await repo.get(req.uid);
       if (!row) throw notFound("identity provider", req.uid);
-      return identityProviderToProto(row);
+      return withScim(row);
     },
 
     async createIdentityProvider(req, context) {
@@ -122,7 +132,7 @@ export function createIdentityProvidersService(
         ctx.now(),
         defaultRoleGuard(context),
       );
-      return identityProviderToProto(row);
+      return withScim(row);
     },
 
     async updateIdentityProvider(req, context) {
@@ -166,7 +176,7 @@ export function createIdentityProvidersService(
         ctx.now(),
         defaultRoleGuard(context),
       );
-      return identityProviderToProto(row);
+      return withScim(row);
     },
 
     async deleteIdentityProvider(req) {
@@ -190,8 +200,10 @@ export function createIdentityProvidersService(
         ctx.pageTokens,
         ctx.now(),
       );
+      const states = await scim.getMany(page.items.map((r) => r.uid));
+      const now = ctx.now();
       return {
-        identityProviders: page.items.map(identityProviderToProto),
+        identityProviders: page.items.map((r) => identityProviderToProto(r, scimToProto(states.get(r.uid) as ScimState, now, false))),
         nextPageToken: page.nextPageToken,
         totalCount: page.totalCount,
         skipped: page.skipped,

@@ -36,6 +36,7 @@ import { RepoSchema } from "../../../gen/chainguard/platform/registry/v2beta1/re
 import { failedPrecondition, type FieldViolation, invalidArgument, invalidField, notFound, permissionDenied } from "../../errors/api-error.js";
 import { holdsAt } from "../../auth/authorize.js";
 import { callerOf } from "../../auth/caller.js";
+import { narrowGrants } from "../../auth/token-limits.js";
 import { isUidp } from "../../store/uidp.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
@@ -106,7 +107,8 @@ export function createRegistryV1Service(ctx: ServiceContext): Partial<RegistryIm
   const updateRightCheck = async (context: HandlerContext): Promise<(repoUid: string) => void> => {
     const caller = callerOf(context);
     if (!caller || caller.operator) return () => {};
-    const grants = isUidp(caller.subject) ? await ctx.store.roleBindings.grantsOf(caller.subject) : [];
+    // A down-scoped token holds only its reduction (token-limits.ts), here as everywhere.
+    const grants = isUidp(caller.subject) ? narrowGrants(await ctx.store.roleBindings.grantsOf(caller.subject), caller.limits) : [];
     return (repoUid) => {
       if (!holdsAt(grants, repoUid, [Capability.CAP_REPO_UPDATE])) {
         throw permissionDenied(`the caller does not hold CAP_REPO_UPDATE on ${JSON.stringify(repoUid)}, which CreateRepo would replace`, {
