@@ -170,7 +170,7 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
     const off = ok(await door.exchange(await idp.sign({ sub, aud: CLIENT_ID }), { refresh: "false" }));
     expect(off.refreshToken).toBe("");
     const asked = ok(await door.exchange(await idp.sign({ sub, aud: CLIENT_ID }), { refresh: "true" }));
-    // The SDK reads the expiry by base64-decoding the whole string (api-facts §2.1).
+    // The SDK reads the expiry by base64-decoding the whole string.
     const readable = JSON.parse(Buffer.from(asked.refreshToken, "base64").toString("utf8"));
     expect(readable).toMatchObject({ sub: uid, iss: t.app.issuer.issuer });
     expect(readable.exp - readable.iat).toBe(7 * 24 * 60 * 60);
