@@ -37,7 +37,8 @@ import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
 import { strictUtf8Decoder } from "./strict-utf8.js";
-import { abandonResponse, errorDialectOf, invalidAuthority, writeError } from "./request-errors.js";
+import { abandonResponse, type ErrorDialect, errorDialectOf, invalidAuthority, writeError } from "./request-errors.js";
+import { unknownPathAnswer } from "./unknown-method.js";
 import { apiServices } from "./routes.js";
 
 export interface App {
@@ -167,14 +168,14 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       log.error({ err, method: req.method, path: pathOf(req.url) }, "request failed outside the call pipeline");
       answerError(req, res, internal(err));
     };
-    const answerError = (req: NodeRequest, res: NodeResponse, err: ApiError): void => {
+    const answerError = (req: NodeRequest, res: NodeResponse, err: ApiError, dialectOverride?: ErrorDialect): void => {
       if (res.writableEnded) return;
       if (res.headersSent) {
         abandonResponse(req, res);
         return;
       }
       try {
-        const dialect = errorDialectOf(req, (path) => !connectDoor.serves(path));
+        const dialect = dialectOverride ?? errorDialectOf(req, (path) => !connectDoor.serves(path));
         writeError(res, dialect, toConnectError(err, config.errorDomain).error);
         if ("stream" in req && !req.complete) {
           // Answered before the body was read: tell the client to stop sending (RFC 9113 §8.1).
@@ -220,6 +221,18 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       // as the published service's JSON shows them.
       jsonOptions,
       onFailure: failRequest,
+      // Never a bare 404: gRPC, gRPC-web and Connect clients get UNIMPLEMENTED naming the
+      // method, anything else REST's NOT_FOUND (unknown-method.ts).
+      onUnknownPath(req, res, path, knownServices) {
+        const { dialect, error } = unknownPathAnswer(
+          path,
+          rpcProtocolOf(req),
+          req.headers["connect-protocol-version"] !== undefined,
+          knownServices,
+          (req.method ?? "GET").toUpperCase(),
+        );
+        answerError(req, res, error, dialect);
+      },
     });
 
     const cors = createCors(config.corsOrigins ?? []);
