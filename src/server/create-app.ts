@@ -40,6 +40,7 @@ import { strictUtf8Decoder } from "./strict-utf8.js";
 import { abandonResponse, type ErrorDialect, errorDialectOf, invalidAuthority, writeError } from "./request-errors.js";
 import { unknownPathAnswer } from "./unknown-method.js";
 import { apiServices } from "./routes.js";
+import { trellisVersion } from "../version.js";
 
 export interface App {
   /** Base URL with the real port, e.g. http://127.0.0.1:8080. */
@@ -236,12 +237,20 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     });
 
     const cors = createCors(config.corsOrigins ?? []);
+    const versionBody = Buffer.from(JSON.stringify({ name: "trellis", version: trellisVersion() }));
     const testDispatchHook = overrides.testDispatchHook;
     const dispatch = (req: NodeRequest, res: NodeResponse): void => {
       // Before any door reads the headers: a second Authorization header must not vanish.
       foldRepeatedAuthorization(req);
       if (cors?.(req, res)) return;
       if (auth.wellKnown(req, res)) return;
+      if (req.url === "/version" && req.method === "GET") {
+        // The server's version for `trellis version` and operators: public, like the
+        // discovery documents (it names the build, nothing about the data).
+        res.writeHead(200, { "content-type": "application/json", "content-length": String(versionBody.length), "cache-control": "no-store" });
+        res.end(versionBody);
+        return;
+      }
       const toConnect = () => {
         conformProtocolErrors(req, res, config.errorDomain);
         connectDoor(req, res);

@@ -3,6 +3,11 @@
  * tree, network failures, completion of option values, `-o json` matching REST, and the
  * guard rails of `import`, `serve` and `auth token --local`. The real `trellis` process.
  */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
@@ -46,4 +51,118 @@ describe("capabilities by their published names", () => {
     expect(bad.stderr).toContain('unknown capability "groups.fly"');
     expect(bad.stderr).toContain("trellis iam capabilities list");
   }, 30_000);
+});
+
+describe("versions", () => {
+  it("`--version` prints the client's version; `version` adds the server's, from GET /version", async () => {
+    const pkg = JSON.parse(fs.readFileSync("package.json", "utf8")) as { version: string };
+    const [flag, both, asJson] = await Promise.all([ok(["--version"]), ok(["version", "-o", "table"]), ok(["version", "-o", "json"])]);
+    expect(flag.stdout).toBe(`${pkg.version}\n`);
+    expect(both.stdout).toBe(`client: ${pkg.version}\nserver: ${pkg.version} (${t.url})\n`);
+    expect(json(asJson)).toEqual({ client: pkg.version, server: pkg.version, api: t.url });
+    const res = await fetch(`${t.url}/version`);
+    expect(await res.json()).toEqual({ name: "trellis", version: pkg.version });
+  }, 30_000);
+
+  it("an unreachable server leaves the client's version and says why (exit 0)", async () => {
+    const r = await ok(["version", "-o", "json", "--api", "http://127.0.0.1:1"]);
+    expect(json(r)).toMatchObject({ server: null });
+    expect(r.stderr).toContain("connection refused");
+  }, 30_000);
+});
+
+describe("iam groups list --tree", () => {
+  it("draws each group under its parent, siblings by name", async () => {
+    const root = json(await ok(["iam", "groups", "create", "tree-root", "-o", "json"]));
+    const b = json(await ok(["iam", "groups", "create", "b-team", "--parent", root.uid, "-o", "json"]));
+    const a = json(await ok(["iam", "groups", "create", "a-team", "--parent", root.uid, "-o", "json"]));
+    const leaf = json(await ok(["iam", "groups", "create", "leaf", "--parent", a.uid, "-o", "json"]));
+    const drawn = await ok(["iam", "groups", "list", "--descendants-of", root.uid, "--tree"]);
+    // --descendants-of leaves the root out: its children are the top of the drawing.
+    expect(drawn.stdout).toBe(`a-team  ${a.uid}\n└── leaf  ${leaf.uid}\nb-team  ${b.uid}\n`);
+    const all = await ok(["iam", "groups", "list", "--tree"]);
+    expect(all.stdout).toContain(`tree-root  ${root.uid}\n├── a-team  ${a.uid}\n│   └── leaf  ${leaf.uid}\n└── b-team  ${b.uid}\n`);
+    const refused = await cli.run(["iam", "groups", "list", "--tree", "-o", "json"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("--tree");
+  }, 30_000);
+});
+
+describe("network and TLS failures", () => {
+  it("a refused connection and an unknown host are UNAVAILABLE (exit 1) in plain words, on both protocols", async () => {
+    const quick = { TRELLIS_RETRY_DELAY_MS: "1" };
+    const [refused, grpcRefused, unknownHost] = await Promise.all([
+      cli.run(["iam", "groups", "list", "--api", "http://127.0.0.1:1"], quick),
+      cli.run(["iam", "groups", "list", "--protocol", "grpc", "--api", "http://127.0.0.1:1"], quick),
+      cli.run(["iam", "groups", "list", "--api", "http://no-such-host.invalid"], quick),
+    ]);
+    for (const r of [refused, grpcRefused]) {
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe("error: cannot reach http://127.0.0.1:1: connection refused (is the server running, on this address?)\n  code: UNAVAILABLE\n");
+    }
+    expect(unknownHost.code).toBe(1);
+    expect(unknownHost.stderr).toContain("host not found\n  code: UNAVAILABLE");
+  }, 30_000);
+
+  it("reads are retried with backoff on UNAVAILABLE (3 more tries), writes never", async () => {
+    let connections = 0;
+    const server = net.createServer((socket) => {
+      connections++;
+      socket.destroy(); // a reset before any answer: UNAVAILABLE
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const api = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    try {
+      const read = await cli.run(["iam", "groups", "get", "0".repeat(40), "--api", api], { TRELLIS_RETRY_DELAY_MS: "1" });
+      expect(read.code).toBe(1);
+      expect(read.stderr).toContain("code: UNAVAILABLE");
+      expect(read.stderr).not.toContain("INTERNAL");
+      expect(connections).toBe(4);
+      connections = 0;
+      const write = await cli.run(["iam", "groups", "create", "never-twice", "--api", api], { TRELLIS_RETRY_DELAY_MS: "1" });
+      expect(write.code).toBe(1);
+      expect(write.stderr).toContain("code: UNAVAILABLE");
+      expect(connections).toBe(1);
+    } finally {
+      server.close();
+    }
+  }, 30_000);
+
+  it("TLS: an untrusted certificate is UNAVAILABLE naming --ca-cert; with --ca-cert the call works; https to a plain port is a plain handshake failure", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-ca-"));
+    const certFile = path.join(dir, "cert.pem");
+    const keyFile = path.join(dir, "key.pem");
+    execFileSync("openssl", [
+      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+      "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost",
+      "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+    ], { stdio: "ignore" });
+    const tls = await startTestApp({ tls: { certFile, keyFile } });
+    const quick = { TRELLIS_RETRY_DELAY_MS: "1", TRELLIS_TOKEN: tls.token };
+    try {
+      const [untrusted, trusted, grpcTrusted, version, plainPort, badCa] = await Promise.all([
+        cli.run(["iam", "groups", "list", "--api", tls.url], quick),
+        cli.run(["iam", "groups", "list", "--api", tls.url, "--ca-cert", certFile, "-o", "json"], quick),
+        cli.run(["iam", "groups", "list", "--api", tls.url, "--ca-cert", certFile, "--protocol", "grpc", "-o", "json"], quick),
+        cli.run(["version", "-o", "json", "--api", tls.url, "--ca-cert", certFile], quick),
+        cli.run(["iam", "groups", "list", "--api", t.url.replace("http:", "https:")], quick),
+        cli.run(["iam", "groups", "list", "--api", tls.url, "--ca-cert", path.join(dir, "missing.pem")], quick),
+      ]);
+      expect(untrusted.code).toBe(1);
+      expect(untrusted.stderr).toMatch(/TLS: the server's certificate is not trusted \(\w+\); pass --ca-cert FILE/);
+      expect(untrusted.stderr).toContain("code: UNAVAILABLE");
+      expect(trusted.code, trusted.stderr).toBe(0);
+      expect(JSON.parse(trusted.stdout)).toEqual([]);
+      expect(grpcTrusted.code, grpcTrusted.stderr).toBe(0);
+      expect(JSON.parse(version.stdout).server).toBe(JSON.parse(fs.readFileSync("package.json", "utf8")).version);
+      expect(plainPort.code).toBe(1);
+      expect(plainPort.stderr).toContain("the TLS handshake failed");
+      expect(plainPort.stderr).toContain("code: UNAVAILABLE");
+      expect(badCa.code).toBe(2);
+      expect(badCa.stderr).toContain("cannot read --ca-cert");
+    } finally {
+      await tls.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
