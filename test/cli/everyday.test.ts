@@ -3,7 +3,8 @@
  * tree, network failures, completion of option values, `-o json` matching REST, and the
  * guard rails of `import`, `serve` and `auth token --local`. The real `trellis` process.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -11,6 +12,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
+
+const execFileAsync = promisify(execFile);
 
 let t: TestApp;
 let cli: CliRunner;
@@ -165,4 +168,124 @@ describe("network and TLS failures", () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe("completion of option values", () => {
+  /**
+   * Runs the bash script's completion function on `words`, with `trellis` being this CLI.
+   * Asynchronously: the server runs in this process and must answer the CLI meanwhile.
+   */
+  async function bashComplete(script: string, words: string[]): Promise<string[]> {
+    const { stdout: out } = await execFileAsync(
+      "bash",
+      [
+        "-c",
+        `source "$0"; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _trellis; printf '%s\\n' "\${COMPREPLY[@]}"`,
+        script,
+      ],
+      { encoding: "utf8", env: { ...process.env, XDG_CONFIG_HOME: cli.configHome, TRELLIS_API: t.url, TRELLIS_TOKEN: t.token } },
+    );
+    return out.split("\n").filter((l) => l !== "");
+  }
+
+  it("bash completes -o, --protocol, --log-level and group names from the server (names with spaces whole)", async () => {
+    await ok(["iam", "groups", "create", "complete me"]);
+    await ok(["iam", "groups", "create", "completion-org"]);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-complete-"));
+    try {
+      const script = path.join(dir, "trellis.bash");
+      fs.writeFileSync(script, (await ok(["completion", "bash"])).stdout);
+      // `trellis` on the command line is this CLI (the script calls COMP_WORDS[0]).
+      const wrapper = path.join(dir, "trellis");
+      fs.writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${path.resolve("bin/trellis.mjs")}" "$@"\n`, { mode: 0o755 });
+      expect(await bashComplete(script, [wrapper, "-o", ""])).toEqual(["table", "json", "yaml", "id"]);
+      expect(await bashComplete(script, [wrapper, "iam", "groups", "list", "--output", "y"])).toEqual(["yaml"]);
+      expect(await bashComplete(script, [wrapper, "--protocol", ""])).toEqual(["connect", "grpc"]);
+      expect(await bashComplete(script, [wrapper, "serve", "--log-level", "d"])).toEqual(["debug"]);
+      expect(await bashComplete(script, [wrapper, "iam", "identities", "list", "--group", "compl"])).toEqual(["complete me", "completion-org"]);
+      expect(await bashComplete(script, [wrapper, "iam", "groups", "get", "completion"])).toEqual(["completion-org"]);
+      // A server that cannot be asked offers nothing, and prints nothing into the command line.
+      const silent = await execFileAsync(wrapper, ["__complete", "groups"], { encoding: "utf8", env: { ...process.env, TRELLIS_API: "http://127.0.0.1:1" } });
+      expect(silent).toEqual({ stdout: "", stderr: "" });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("zsh and fish scripts carry the same value completions", async () => {
+    const [zsh, fish] = await Promise.all([ok(["completion", "zsh"]), ok(["completion", "fish"])]);
+    expect(zsh.stdout).toContain("    -o|--output) compadd -- table json yaml id; return ;;");
+    expect(zsh.stdout).toContain("    --protocol) compadd -- connect grpc; return ;;");
+    expect(zsh.stdout).toContain("    --group) _trellis_groups; return ;;");
+    expect(zsh.stdout).toContain('"$(${words[1]} __complete groups 2>/dev/null)"');
+    expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"\"' -l output -s o -x -a 'table json yaml id'");
+    expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"iam identities list\"' -l group -x -a '(__trellis_groups)'");
+    expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"iam groups get\"' -a '(__trellis_groups)'");
+    expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"iam\"' -a 'groups'");
+    for (const [shell, bin] of [["zsh", "zsh"], ["fish", "fish"]] as const) {
+      // Where the shell is installed, the script must at least parse.
+      try {
+        execFileSync("which", [bin], { stdio: "ignore" });
+      } catch {
+        continue;
+      }
+      const text = shell === "zsh" ? zsh.stdout : fish.stdout;
+      execFileSync(bin, shell === "zsh" ? ["-n", "-c", text] : ["--no-execute", "-c", text]);
+    }
+  }, 30_000);
+});
+
+describe("guard rails", () => {
+  it("`import` into a directory without a database refuses and creates nothing", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-nodb-"));
+    try {
+      const r = await cli.run(["import", "--data", dir, path.resolve("test/fixtures/import/registry.ndjson")]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`no Trellis database in ${dir}`);
+      expect(r.stderr).toContain("trellis serve --data");
+      expect(fs.readdirSync(dir)).toEqual([]);
+      const missing = path.join(dir, "not-there");
+      const r2 = await cli.run(["import", "--data", missing, path.resolve("test/fixtures/import/registry.ndjson")]);
+      expect(r2.code).toBe(1);
+      expect(fs.existsSync(missing)).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it("`serve --log-level loud` (flag or env) is a usage error listing the levels; `serve --help` shows only server options", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-serve-"));
+    try {
+      const [flag, env, help] = await Promise.all([
+        cli.run(["serve", "--log-level", "loud", "--data", dir, "--addr", "127.0.0.1:0"]),
+        cli.run(["serve", "--data", dir, "--addr", "127.0.0.1:0"], { TRELLIS_LOG_LEVEL: "loud" }),
+        cli.run(["serve", "--help"]),
+      ]);
+      for (const r of [flag, env]) {
+        expect(r.code).toBe(2);
+        expect(r.stderr).toMatch(/fatal, error, warn, info, debug, trace, silent/);
+      }
+      expect(fs.readdirSync(dir)).toEqual([]); // nothing started
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain("--log-level");
+      expect(help.stdout).toContain("--tls-cert");
+      for (const client of ["--api", "--token", "--protocol", "--output", "--ca-cert", "Global Options"]) expect(help.stdout).not.toContain(client);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it("`auth token --local --ttl` is capped at 24 hours with a clear error; within the cap it works", async () => {
+    const [over, within] = await Promise.all([
+      cli.run(["auth", "token", "--local", "--data", t.dataDir, "--ttl", "86401"]),
+      cli.run(["auth", "token", "--local", "--data", t.dataDir, "--ttl", "86400"]),
+    ]);
+    expect(over.code).toBe(2);
+    expect(over.stderr).toContain("at most 86400 seconds (24 hours)");
+    expect(over.stdout).toBe("");
+    expect(within.code, within.stderr).toBe(0);
+    const [, payload] = within.stdout.trim().split(".");
+    const claims = JSON.parse(Buffer.from(payload!, "base64url").toString("utf8")) as { iat: number; exp: number };
+    expect(claims.exp - claims.iat).toBe(86400);
+  }, 30_000);
 });

@@ -12,7 +12,7 @@
  *   minted from a local data directory's signing key (src/auth/local-token.ts, docs/auth.md).
  */
 import fs from "node:fs";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { apiUrl, type GlobalOptions } from "../client.js";
 import { authError, CliError, EXIT, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
@@ -100,7 +100,11 @@ export function registerAuth(program: Command, io: Io): void {
     .addOption(new Option("--local", "an operator token minted from a local server's data directory (no login)"))
     .addOption(new Option("--data <dir>", "with --local: the data directory [env TRELLIS_DATA, default ./data]").implies({ local: true }))
     .addOption(new Option("--subject <name>", "with --local: names the operator (sub operator:NAME)").implies({ local: true }))
-    .addOption(new Option("--ttl <seconds>", "with --local: lifetime (default 3600)").argParser(positiveInt).implies({ local: true }))
+    .addOption(
+      new Option("--ttl <seconds>", `with --local: lifetime in seconds (default 3600, at most ${MAX_LOCAL_TOKEN_TTL_S})`)
+        .argParser(localTtl)
+        .implies({ local: true }),
+    )
     .action(async (o: TokenOptions, cmd: Command) => {
       if (o.local) {
         io.out(`${await localToken(o, io.env)}\n`);
@@ -157,6 +161,22 @@ export function registerAuth(program: Command, io: Io): void {
       if (source === "none" && !login) throw authError(`not logged in to ${url}`);
       if (source === "login cache" && !fresh && !renewable) throw authError("the cached login has expired; run `trellis auth login`");
     });
+}
+
+/**
+ * The longest an operator token may live: it owns everything and cannot be revoked short of
+ * rotating the server's signing key, so a leaked one must expire soon.
+ */
+export const MAX_LOCAL_TOKEN_TTL_S = 24 * 60 * 60;
+
+function localTtl(value: string): number {
+  const seconds = positiveInt(value);
+  if (seconds > MAX_LOCAL_TOKEN_TTL_S) {
+    throw new InvalidArgumentError(
+      `at most ${MAX_LOCAL_TOKEN_TTL_S} seconds (24 hours): an operator token owns everything and cannot be revoked; mint a new one when it expires`,
+    );
+  }
+  return seconds;
 }
 
 /** An operator token from the data directory; the server must have started there once. */
