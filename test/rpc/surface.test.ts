@@ -2,7 +2,7 @@
  * The whole published surface is registered and reachable.
  *
  * The list of services and methods is read from the generated descriptors of proto/ (every
- * `gen/chainguard/**\/*_pb.ts`), not from the server's own route list and not written here,
+ * `gen/chainguard/**\/*_pb.ts` and `gen/trellis/**\/*_pb.ts`), not from the server's own route list and not written here,
  * so a method added to a proto is walked without editing this file, and a service declared
  * in a proto but not registered fails the first test.
  *
@@ -41,13 +41,18 @@ import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js"
 const run = promisify(execFile);
 const BUF = path.resolve("node_modules/.bin/buf");
 
-/** Every service declared under proto/chainguard, from its generated file descriptor. */
+/**
+ * Every service declared under proto/chainguard (the published surface) and proto/trellis
+ * (Trellis's own additions), from its generated file descriptor.
+ */
 async function declaredServices(): Promise<DescService[]> {
-  const root = path.resolve("gen/chainguard");
-  const files = (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith("_pb.ts")).sort();
+  const files = ["gen/chainguard", "gen/trellis"].flatMap((dir) => {
+    const root = path.resolve(dir);
+    return (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith("_pb.ts")).sort().map((f) => path.join(root, f));
+  });
   const services: DescService[] = [];
   for (const file of files) {
-    const mod = (await import(pathToFileURL(path.join(root, file)).href)) as Record<string, unknown>;
+    const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
     for (const value of Object.values(mod)) {
       const desc = value as { kind?: string; services?: DescService[] } | undefined;
       if (desc?.kind === "file") services.push(...(desc.services ?? []));
