@@ -49,12 +49,15 @@ export function apiUrl(opts: GlobalOptions, env: NodeJS.ProcessEnv): string {
   return api.replace(/\/+$/, "");
 }
 
-/** Builds the context for a command from its (inherited) options. */
-export async function connect(cmd: Command, io: Io): Promise<CliContext> {
+/**
+ * Builds the context for a command from its (inherited) options. `token` overrides the
+ * usual sources (a login that has just been made calls with its own new token).
+ */
+export async function connect(cmd: Command, io: Io, token?: string): Promise<CliContext> {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
   const api = apiUrl(opts, io.env);
   const format = resolveFormat(opts.output, io.stdoutIsTty);
-  const bearer = await apiToken(api, opts.token, io.env);
+  const bearer = token !== undefined ? { token } : await apiToken(api, opts.token, io.env);
   // Outermost first: a read is retried as a whole, after its failure was made plain.
   const origin = new URL(api).origin;
   const interceptors: Interceptor[] = [retryReads(io.env), plainNetworkErrors(origin)];

@@ -13,10 +13,13 @@
  */
 import fs from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { apiUrl, type GlobalOptions } from "../client.js";
+import { apiUrl, connect, type GlobalOptions } from "../client.js";
 import { authError, CliError, EXIT, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
+import { InvitesService } from "../../../gen/trellis/iam/v1/invites_pb.js";
 import { positiveInt } from "../list-walk.js";
+import { print } from "./common.js";
+import { roleBindingView } from "./iam-role-bindings.js";
 import { apiAudience, discoverUserIdps, exchange } from "../login/exchange.js";
 import { apiToken, tokenForAudience } from "../login/session.js";
 import { resolveFormat } from "../output.js";
@@ -29,6 +32,7 @@ interface LoginOptions {
   issuer?: string;
   identity?: string;
   identityToken?: string;
+  invite?: string;
 }
 
 interface TokenOptions {
@@ -54,8 +58,15 @@ export function registerAuth(program: Command, io: Io): void {
     .option("--issuer <url>", "the user IdP to use when the server trusts several")
     .option("--identity <uid>", "assume this identity instead of logging in as a user")
     .option("--identity-token <file>", "file holding the IdP token that may assume --identity (re-read on renewal)")
+    .option("--invite <code>", "after logging in, redeem this group invite: join its group with its role")
     .action(async (o: LoginOptions, cmd: Command) => {
       const url = api(cmd);
+      if (o.invite !== undefined && o.identity !== undefined) {
+        throw usageError("--invite is for people logging in as themselves; an assumed identity cannot redeem an invite");
+      }
+      if (o.invite !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(o.invite)) {
+        throw usageError("--invite must be the code `trellis iam invites create` printed");
+      }
       if ((o.identity === undefined) !== (o.identityToken === undefined)) {
         throw usageError("--identity and --identity-token must be given together");
       }
@@ -91,6 +102,13 @@ export function registerAuth(program: Command, io: Io): void {
       const token = await exchange(url, tokens.idToken.token, apiAudience(url));
       writeLogin(url, { source: { kind: "user", issuer: idp.issuer, clientId: idp.clientId, ...tokens }, token }, io.env);
       io.err(`Logged in to ${url} (token valid until ${iso(token.exp)})\n`);
+      if (o.invite !== undefined) {
+        // With the new login's own token, whatever --token or TRELLIS_TOKEN say.
+        const ctx = await connect(cmd, io, token.token);
+        const binding = await ctx.client(InvitesService).redeemGroupInvite({ code: o.invite });
+        io.err(`Joined ${binding.group?.name ?? binding.group?.uid ?? "the group"} as ${binding.role?.name ?? "its role"}\n`);
+        print(ctx, roleBindingView, [binding], true);
+      }
     });
 
   auth
