@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
+import { rest } from "../support/rest.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -288,4 +289,43 @@ describe("guard rails", () => {
     const claims = JSON.parse(Buffer.from(payload!, "base64url").toString("utf8")) as { iat: number; exp: number };
     expect(claims.exp - claims.iat).toBe(86400);
   }, 30_000);
+});
+
+describe("-o json is what REST returns", () => {
+  it("every resource the CLI prints equals the REST body for it, key for key; list items too", async () => {
+    const org = json(await ok(["iam", "groups", "create", "json-org", "--description", "same bytes", "-o", "json"]));
+    const identity = json(
+      await ok(["iam", "identities", "create", "json-bot", "--group", org.uid, "--issuer", "https://ci.example", "--subject", "s", "-o", "json"]),
+    );
+    const role = json(await ok(["iam", "roles", "create", "json-role", "--group", org.uid, "--capability", "groups.list", "-o", "json"]));
+    const binding = json(await ok(["iam", "role-bindings", "create", "--group", org.uid, "--identity", identity.uid, "--role", "json-role", "-o", "json"]));
+    await cli.run(["import", "--data", t.dataDir, "--group", org.uid, "--quiet", path.resolve("test/fixtures/import/registry.ndjson")]);
+    const repo = json(await ok(["registry", "repos", "get", "nginx", "--group", org.uid, "-o", "json"]));
+    const tag = json(await ok(["registry", "tags", "get", "latest", "--repo", repo.uid, "-o", "json"]));
+
+    const pairs: [string[], string][] = [
+      [["iam", "groups", "get", org.uid], `/iam/v2beta1/groups/${org.uid}`],
+      [["iam", "identities", "get", identity.uid], `/iam/v2beta1/identities/${identity.uid}`],
+      [["iam", "roles", "get", role.uid], `/iam/v2beta1/roles/${role.uid}`],
+      [["iam", "roles", "get", "viewer"], `/iam/v2beta1/roles/${json(await ok(["iam", "roles", "get", "viewer", "-o", "json"])).uid}`],
+      [["registry", "repos", "get", repo.uid], `/registry/v2beta1/repos/${repo.uid}`],
+      [["registry", "tags", "get", tag.uid], `/registry/v2beta1/tags/${tag.uid}`],
+    ];
+    for (const [args, restPath] of pairs) {
+      const [fromCli, fromRest] = await Promise.all([ok([...args, "-o", "json"]), rest(t.url, "GET", restPath)]);
+      expect(fromRest.status, restPath).toBe(200);
+      // Same text of each value, not only the same meaning: key order aside, byte-equal.
+      expect(json(fromCli), args.join(" ")).toStrictEqual(fromRest.body);
+    }
+    // A create prints what REST would return for it too (a later GET, same resource).
+    expect(binding).toStrictEqual((await rest(t.url, "GET", `/iam/v2beta1/roleBindings/${binding.uid}`)).body);
+    // Lists: each element as REST lists it.
+    const [cliGroups, restGroups] = await Promise.all([
+      ok(["iam", "groups", "list", "--descendants-of", org.uid, "-o", "json"]),
+      rest(t.url, "GET", `/iam/v2beta1/groups?uidp.descendantsOf=${org.uid}`),
+    ]);
+    expect(json(cliGroups)).toStrictEqual(restGroups.body.items ?? restGroups.body.groups);
+    const [cliRoles, restRoles] = await Promise.all([ok(["iam", "roles", "list", "-o", "json"]), rest(t.url, "GET", "/iam/v2beta1/roles")]);
+    expect(json(cliRoles)).toStrictEqual(restRoles.body.roles);
+  }, 60_000);
 });
