@@ -16,6 +16,9 @@ import { ApiError, GrpcCode } from "../errors/api-error.js";
 import type { ErrorDialect } from "./request-errors.js";
 
 /** `/<service>/<method>`: a service name (dotted, as protobuf writes it) and a method name. */
+/** Longest request path echoed back in an error. */
+const MAX_ECHOED_PATH = 256;
+
 const RPC_PATH = /^\/([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\/([A-Za-z_][A-Za-z0-9_]*)$/;
 
 export interface UnknownPathAnswer {
@@ -35,13 +38,17 @@ export function unknownPathAnswer(
   knownServices: ReadonlySet<string>,
   httpMethod: string,
 ): UnknownPathAnswer {
+  // The path is echoed (it is the client's own, and Node has already refused control
+  // characters in it) but cut short: a header line of kilobytes helps nobody, and some
+  // clients refuse one.
+  const shown = path.length > MAX_ECHOED_PATH ? `${path.slice(0, MAX_ECHOED_PATH)}…` : path;
   const rpc = RPC_PATH.exec(path);
   const rpcShaped = rpc !== null && (rpc[1]?.includes(".") === true || connectHint);
   if (protocol === "connect" && !rpcShaped) {
     return {
       dialect: "rest",
-      error: new ApiError(GrpcCode.NotFound, `Not found: no route for ${httpMethod} ${path}`, {
-        metadata: { http_method: httpMethod, path },
+      error: new ApiError(GrpcCode.NotFound, `Not found: no route for ${httpMethod} ${shown}`, {
+        metadata: { http_method: httpMethod, path: shown },
       }),
     };
   }
@@ -49,9 +56,9 @@ export function unknownPathAnswer(
     // gRPC or gRPC-web to something that is not a method path at all.
     return {
       dialect: protocol,
-      error: new ApiError(GrpcCode.Unimplemented, `Unimplemented: ${path} is not a method path (/<package.Service>/<Method>)`, {
+      error: new ApiError(GrpcCode.Unimplemented, `Unimplemented: ${shown} is not a method path (/<package.Service>/<Method>)`, {
         reason: "UNKNOWN_METHOD",
-        metadata: { path },
+        metadata: { path: shown },
       }),
     };
   }

@@ -84,6 +84,15 @@ for (const fastUnary of [true, false]) {
       }
     });
 
+    it("a long path that is no method path is UNIMPLEMENTED on gRPC with the path echoed cut short", async () => {
+      const path = `/${"x".repeat(8000)}`;
+      const res = await rawRequest(t.url, { h2: true, path, headers: headers("application/grpc"), body: envelope(Buffer.alloc(0)) });
+      const out = outcomeOf("grpc", res);
+      expect(out.code).toBe(12);
+      expect(out.reason).toBe("UNKNOWN_METHOD");
+      expect(out.message.length).toBeLessThan(400);
+    });
+
     it("REST keeps its NOT_FOUND: a path inside the REST templates, and one outside every door", async () => {
       for (const path of ["/iam/v2beta1/no-such-collection", "/favicon.ico", "/nothing/here"]) {
         for (const h2 of [false, true]) {
