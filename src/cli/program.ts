@@ -37,8 +37,11 @@ export function buildProgram(io: Io): Command {
     // The client's version only (no network); `trellis version` also asks the server.
     .version(trellisVersion(), "-V, --version", "print the client's version")
     .exitOverride()
-    // Before any command runs: the CA it may need for its calls (network.ts).
-    .hook("preAction", (_program, action) => useCaCert(action.optsWithGlobals<{ caCert?: string }>().caCert));
+    // Before a client command runs: the CA it may need for its calls (network.ts). The server
+    // and the importer call no server, so a stale TRELLIS_CA_CERT never stops them.
+    .hook("preAction", (_program, action) => {
+      if (action.name() !== "serve" && action.name() !== "import") useCaCert(action.optsWithGlobals<{ caCert?: string }>().caCert);
+    });
 
   registerServe(program, io);
   registerAuth(program, io);
