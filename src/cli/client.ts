@@ -10,6 +10,7 @@ import type { Command } from "commander";
 import { usageError } from "./exit-codes.js";
 import type { Io } from "./io.js";
 import { apiToken } from "./login/session.js";
+import { plainNetworkErrors, retryReads, tlsOptions } from "./network.js";
 import { type OutputFormat, resolveFormat } from "./output.js";
 
 export const DEFAULT_API = "http://127.0.0.1:8080";
@@ -21,6 +22,7 @@ export interface GlobalOptions {
   readonly token?: string;
   readonly protocol?: (typeof PROTOCOLS)[number];
   readonly output?: string;
+  readonly caCert?: string;
 }
 
 /** Everything a resource command needs to call the server and print. */
@@ -28,6 +30,8 @@ export interface CliContext {
   readonly api: string;
   readonly transport: Transport;
   readonly format: OutputFormat;
+  /** `-o` as given (undefined: the default for this stdout was chosen). */
+  readonly formatFlag: string | undefined;
   readonly io: Io;
   client<S extends DescService>(service: S): Client<S>;
 }
@@ -45,13 +49,18 @@ export function apiUrl(opts: GlobalOptions, env: NodeJS.ProcessEnv): string {
   return api.replace(/\/+$/, "");
 }
 
-/** Builds the context for a command from its (inherited) options. */
-export async function connect(cmd: Command, io: Io): Promise<CliContext> {
+/**
+ * Builds the context for a command from its (inherited) options. `token` overrides the
+ * usual sources (a login that has just been made calls with its own new token).
+ */
+export async function connect(cmd: Command, io: Io, token?: string): Promise<CliContext> {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
   const api = apiUrl(opts, io.env);
   const format = resolveFormat(opts.output, io.stdoutIsTty);
-  const bearer = await apiToken(api, opts.token, io.env);
-  const interceptors: Interceptor[] = [];
+  const bearer = token !== undefined ? { token } : await apiToken(api, opts.token, io.env);
+  // Outermost first: a read is retried as a whole, after its failure was made plain.
+  const origin = new URL(api).origin;
+  const interceptors: Interceptor[] = [retryReads(io.env), plainNetworkErrors(origin)];
   if (bearer) {
     // The token travels in the Authorization header only, never in a URL (docs/published-api.md "Credentials").
     interceptors.push((next) => (req) => {
@@ -61,7 +70,7 @@ export async function connect(cmd: Command, io: Io): Promise<CliContext> {
   }
   const transport =
     opts.protocol === "grpc"
-      ? createGrpcTransport({ baseUrl: api, interceptors })
-      : createConnectTransport({ baseUrl: api, httpVersion: "1.1", useBinaryFormat: true, interceptors });
-  return { api, transport, format, io, client: (service) => createClient(service, transport) };
+      ? createGrpcTransport({ baseUrl: api, interceptors, nodeOptions: tlsOptions() })
+      : createConnectTransport({ baseUrl: api, httpVersion: "1.1", useBinaryFormat: true, interceptors, nodeOptions: tlsOptions() });
+  return { api, transport, format, formatFlag: opts.output, io, client: (service) => createClient(service, transport) };
 }

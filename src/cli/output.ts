@@ -1,14 +1,17 @@
 /**
  * Output formats for every resource command (`-o table|json|yaml|id`).
  *
- * - json: the proto JSON form (toJson: lowerCamelCase names, RFC 3339 timestamps, int64 as
- *   strings), the same shape the REST API returns. A list prints a JSON array of resources.
+ * - json: exactly what the REST API returns for the same resource: the REST door's own
+ *   rendering (src/transcode/render-response.ts: proto3 JSON with default values written out,
+ *   timestamps with three fractional digits, unset `*_UNSPECIFIED` enums left out). A list
+ *   prints a JSON array of resources, each as REST renders it.
  * - yaml: the same value as json, written by the `yaml` library.
  * - id: one uid per line, for `xargs` and `$(...)`.
  * - table: aligned columns chosen per resource; the default when stdout is a terminal
  *   (json otherwise, so pipes get something parseable).
  */
-import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
+import type { DescMessage, Message, MessageShape } from "@bufbuild/protobuf";
+import { renderWithToJson } from "../transcode/render-response.js";
 import { stringify as toYaml } from "yaml";
 import { usageError } from "./exit-codes.js";
 
@@ -50,7 +53,7 @@ export function render<S extends DescMessage>(
       return items.map((i) => `${view.id(i)}\n`).join("");
     case "json":
     case "yaml": {
-      const values = items.map((i) => toJson(view.schema, i));
+      const values = items.map((i) => renderWithToJson(view.schema, i as Message));
       const value = single ? values[0] : values;
       return format === "json" ? `${JSON.stringify(value, null, 2)}\n` : toYaml(value);
     }

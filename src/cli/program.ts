@@ -6,7 +6,6 @@
  * auth token --local` is filled in by the auth module (MERGE POINT in commands/auth.ts).
  */
 import { Command, CommanderError, Option } from "commander";
-import packageJson from "../../package.json" with { type: "json" };
 import { DEFAULT_API, PROTOCOLS } from "./client.js";
 import { registerAdvisories } from "./commands/advisories.js";
 import { registerAuth } from "./commands/auth.js";
@@ -15,8 +14,11 @@ import { registerIam } from "./commands/iam.js";
 import { registerImport } from "./commands/import.js";
 import { registerRegistry } from "./commands/registry.js";
 import { registerServe } from "./commands/serve.js";
+import { registerVersion } from "./commands/version.js";
+import { trellisVersion } from "../version.js";
 import { EXIT, ExitStatus } from "./exit-codes.js";
 import type { Io } from "./io.js";
+import { useCaCert } from "./network.js";
 import { OUTPUT_FORMATS } from "./output.js";
 import { describeError } from "./rpc-errors.js";
 
@@ -24,15 +26,22 @@ import { describeError } from "./rpc-errors.js";
 export function buildProgram(io: Io): Command {
   const program = new Command("trellis")
     .description("Trellis: the IAM, registry and advisories server, and its command-line client")
-    .version(packageJson.version, "-V, --version", "print the Trellis version and exit")
     .addOption(new Option("--api <url>", `Trellis API URL (default: ${DEFAULT_API})`).env("TRELLIS_API"))
     .addOption(new Option("--token <token>", "API token to send (else TRELLIS_TOKEN, else the login cache)"))
     .addOption(new Option("--protocol <protocol>", "wire protocol for API calls").choices(PROTOCOLS).default("connect"))
     .addOption(new Option("-o, --output <format>", "output format (default: table on a terminal, json otherwise)").choices(OUTPUT_FORMATS))
+    .addOption(new Option("--ca-cert <file>", "PEM CA certificate(s) to trust for an https:// server with a private CA").env("TRELLIS_CA_CERT"))
     .showHelpAfterError("(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .configureOutput({ writeOut: io.out, writeErr: io.err })
-    .exitOverride();
+    // The client's version only (no network); `trellis version` also asks the server.
+    .version(trellisVersion(), "-V, --version", "print the client's version")
+    .exitOverride()
+    // Before a client command runs: the CA it may need for its calls (network.ts). The server
+    // and the importer call no server, so a stale TRELLIS_CA_CERT never stops them.
+    .hook("preAction", (_program, action) => {
+      if (action.name() !== "serve" && action.name() !== "import") useCaCert(action.optsWithGlobals<{ caCert?: string }>().caCert);
+    });
 
   registerServe(program, io);
   registerAuth(program, io);
@@ -41,6 +50,7 @@ export function buildProgram(io: Io): Command {
   registerAdvisories(program, io);
   registerImport(program, io);
   registerCompletion(program, io);
+  registerVersion(program, io);
   return program;
 }
 

@@ -18,11 +18,12 @@
  * Exit status: 0 all records imported; 3 finished but some records were rejected; 1 the
  * import could not run or stopped (lock, I/O); 2 usage error.
  */
+import fs from "node:fs";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import cliProgress from "cli-progress";
 import { ApiError } from "../errors/api-error.js";
-import { BUSY_TIMEOUT_MS, openDatabase } from "../store/db.js";
+import { BUSY_TIMEOUT_MS, databaseFile, openDatabase } from "../store/db.js";
 import { createGroupsRepository } from "../store/groups.js";
 import type { UpsertOutcome } from "../store/repos.js";
 import { applyRecord } from "./apply-record.js";
@@ -146,6 +147,13 @@ export interface ImportOptions {
  */
 export async function importFiles(dataDir: string, files: readonly string[], options: ImportOptions = {}): Promise<ImportSummary> {
   const summary: ImportSummary = { loaded: 0, updated: 0, unchanged: 0, rejected: 0, records: 0, rejections: [] };
+  // Only into a database a server made: one created here would hold no signing keys or
+  // issuer settings, and a mistyped --data would silently start a second, empty world.
+  if (!fs.existsSync(databaseFile(dataDir))) {
+    throw new Error(
+      `no Trellis database in ${dataDir} (${databaseFile(dataDir)}); start the server once with \`trellis serve --data ${dataDir}\` to create it, or pass the --data of an existing one. Nothing was imported.`,
+    );
+  }
   let database: ReturnType<typeof openDatabase>;
   try {
     // No data-directory lock: a running server may keep serving while we write (WAL).

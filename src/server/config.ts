@@ -5,7 +5,7 @@
  *   --data DIR         TRELLIS_DATA   default ./data
  *   --tls-cert FILE, --tls-key FILE   TRELLIS_TLS_CERT / TRELLIS_TLS_KEY: serve TLS with ALPN
  *   --error-domain D   TRELLIS_ERROR_DOMAIN  default iam.chainguard.dev (ErrorInfo.domain)
- *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels; "silent" turns logs off)
+ *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels, log-levels.ts; "silent" turns logs off)
  *   --cors-origin O    TRELLIS_CORS_ORIGINS  comma-separated browser origins allowed (default none)
  *   --issuer-url URL   TRELLIS_ISSUER_URL    `iss` and `aud` of our API tokens (default: the listen URL)
  *   --config FILE      TRELLIS_CONFIG        trust configuration (src/auth/trust-config.ts)
@@ -13,6 +13,7 @@
 import { parseArgs } from "node:util";
 import { normalizeIssuerUrl } from "../auth/issuer-settings.js";
 import { loadTrustConfig, type TrustConfig } from "../auth/trust-config.js";
+import { LOG_LEVELS } from "./log-levels.js";
 
 export interface ServerConfig {
   readonly host: string;
@@ -111,7 +112,7 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     dataDir: values.data ?? env.TRELLIS_DATA ?? "./data",
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     errorDomain: values["error-domain"] ?? env.TRELLIS_ERROR_DOMAIN ?? DEFAULT_ERROR_DOMAIN,
-    logLevel: values["log-level"] ?? env.TRELLIS_LOG_LEVEL ?? "info",
+    logLevel: logLevel(values["log-level"] ?? env.TRELLIS_LOG_LEVEL ?? "info"),
     corsOrigins: (values["cors-origin"] ?? env.TRELLIS_CORS_ORIGINS?.split(",") ?? [])
       .flatMap((o) => o.split(","))
       .map((o) => o.trim())
@@ -119,6 +120,14 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     issuerUrl: optionalIssuerUrl(values["issuer-url"] ?? env.TRELLIS_ISSUER_URL),
     trust: configFile ? loadTrustConfig(configFile) : undefined,
   };
+}
+
+/** A level pino knows; anything else would make the logger throw at start-up. */
+function logLevel(value: string): string {
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) {
+    throw new Error(`--log-level (or TRELLIS_LOG_LEVEL) must be one of ${LOG_LEVELS.join(", ")} (got ${JSON.stringify(value)})`);
+  }
+  return value;
 }
 
 /** "HOST:PORT" or "[v6]:PORT". */

@@ -9,7 +9,8 @@
  * the response open, so the client waits until a timeout. Here a failure of either kind goes
  * to `onFailure` (the dispatcher's: log it, answer INTERNAL or cut the request off), and the
  * rest is what the adapter does: same router options, same path lookup (query string
- * stripped), same 404 for an unknown path, same conversions.
+ * stripped), same conversions. A path the router does not hold goes to `onUnknownPath`
+ * instead of the adapter's bare 404, which gRPC clients cannot read (unknown-method.ts).
  */
 import type http from "node:http";
 import type http2 from "node:http2";
@@ -29,6 +30,8 @@ export interface ConnectDoorOptions extends ConnectRouterOptions {
   readonly routes: (router: ConnectRouter) => void;
   /** A request whose conversion or response writing failed (not a client hanging up). */
   readonly onFailure: (req: Req, res: Res, err: unknown) => void;
+  /** A request for a path the router does not serve (its query string stripped). */
+  readonly onUnknownPath: (req: Req, res: Res, path: string, knownServices: ReadonlySet<string>) => void;
 }
 
 export interface ConnectDoor {
@@ -43,15 +46,16 @@ export function createConnectDoor(options: ConnectDoorOptions): ConnectDoor {
   const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
   options.routes(router);
   const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
-  const { onFailure } = options;
+  const services: ReadonlySet<string> = new Set(router.handlers.map((h) => h.service.typeName));
+  const { onFailure, onUnknownPath } = options;
 
   const serve = (req: Req, res: Res): void => {
     const url = req.url ?? "";
     const q = url.indexOf("?");
-    const handler = paths.get(q < 0 ? url : url.slice(0, q));
+    const path = q < 0 ? url : url.slice(0, q);
+    const handler = paths.get(path);
     if (!handler) {
-      res.writeHead(404);
-      res.end();
+      onUnknownPath(req, res, path, services);
       return;
     }
     let universal: ReturnType<typeof universalRequestFromNodeRequest>;

@@ -38,8 +38,10 @@ import { createLogger, type Logger } from "./logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
 import { strictUtf8Decoder } from "./strict-utf8.js";
-import { abandonResponse, errorDialectOf, invalidAuthority, writeError } from "./request-errors.js";
+import { abandonResponse, type ErrorDialect, errorDialectOf, invalidAuthority, writeError } from "./request-errors.js";
+import { unknownPathAnswer } from "./unknown-method.js";
 import { apiServices } from "./routes.js";
+import { trellisVersion } from "../version.js";
 
 export interface App {
   /** Base URL with the real port, e.g. http://127.0.0.1:8080. */
@@ -174,14 +176,14 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       log.error({ err, method: req.method, path: pathOf(req.url) }, "request failed outside the call pipeline");
       answerError(req, res, internal(err));
     };
-    const answerError = (req: NodeRequest, res: NodeResponse, err: ApiError): void => {
+    const answerError = (req: NodeRequest, res: NodeResponse, err: ApiError, dialectOverride?: ErrorDialect): void => {
       if (res.writableEnded) return;
       if (res.headersSent) {
         abandonResponse(req, res);
         return;
       }
       try {
-        const dialect = errorDialectOf(req, (path) => !connectDoor.serves(path));
+        const dialect = dialectOverride ?? errorDialectOf(req, (path) => !connectDoor.serves(path));
         writeError(res, dialect, toConnectError(err, config.errorDomain).error);
         if ("stream" in req && !req.complete) {
           // Answered before the body was read: tell the client to stop sending (RFC 9113 §8.1).
@@ -227,15 +229,35 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       // as the published service's JSON shows them.
       jsonOptions,
       onFailure: failRequest,
+      // Never a bare 404: gRPC, gRPC-web and Connect clients get UNIMPLEMENTED naming the
+      // method, anything else REST's NOT_FOUND (unknown-method.ts).
+      onUnknownPath(req, res, path, knownServices) {
+        const { dialect, error } = unknownPathAnswer(
+          path,
+          rpcProtocolOf(req),
+          req.headers["connect-protocol-version"] !== undefined,
+          knownServices,
+          (req.method ?? "GET").toUpperCase(),
+        );
+        answerError(req, res, error, dialect);
+      },
     });
 
     const cors = createCors(config.corsOrigins ?? []);
+    const versionBody = Buffer.from(JSON.stringify({ name: "trellis", version: trellisVersion() }));
     const testDispatchHook = overrides.testDispatchHook;
     const dispatch = (req: NodeRequest, res: NodeResponse): void => {
       // Before any door reads the headers: a second Authorization header must not vanish.
       foldRepeatedAuthorization(req);
       if (cors?.(req, res)) return;
       if (auth.wellKnown(req, res)) return;
+      if (req.url === "/version" && req.method === "GET") {
+        // The server's version for `trellis version` and operators: public, like the
+        // discovery documents (it names the build, nothing about the data).
+        res.writeHead(200, { "content-type": "application/json", "content-length": String(versionBody.length), "cache-control": "no-store" });
+        res.end(versionBody);
+        return;
+      }
       const toConnect = () => {
         conformProtocolErrors(req, res, config.errorDomain);
         connectDoor(req, res);

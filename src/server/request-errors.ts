@@ -81,6 +81,17 @@ export function writeError(res: Res, dialect: ErrorDialect, error: ConnectError)
     });
     // The spec's percent-encoding, as protocol-errors.ts writes it for connect-node's answers.
     headers["grpc-message"] = encodeGrpcMessage(error.rawMessage);
+    if ("stream" in res) {
+      // Node's compatibility layer sends the head of `writeHead(…); end()` as a HEADERS
+      // frame without END_STREAM and ends with an empty DATA frame, so it is not the
+      // trailers-only form; grpc-js then waits for trailers that never come and reports
+      // "call ended without gRPC status" (INTERNAL). The status goes in real trailers.
+      const { "content-type": contentType, ...status } = headers;
+      res.writeHead(200, { "content-type": contentType as string });
+      res.addTrailers(status);
+      res.end();
+      return;
+    }
     out.writeHead(200, headers);
     out.end();
     return;

@@ -20,9 +20,11 @@ import { Registry as RegistryV1 } from "../../gen/chainguard/platform/registry/r
 import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { TagsService } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import { AdvisoriesService } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import { InvitesService } from "../../gen/trellis/iam/v1/invites_pb.js";
 import type { ServiceContext } from "../services/context.js";
 import { createAccountAssociationsService } from "../services/iam/account-associations.js";
 import { createGroupInvitesService } from "../services/iam/group-invites.js";
+import { createInviteRedemptionService } from "../services/iam/invite-redemption.js";
 import { createGroupsService } from "../services/iam/groups.js";
 import { createIdentitiesService } from "../services/iam/identities.js";
 import { createIdentityProvidersService } from "../services/iam/identity-providers.js";
@@ -69,5 +71,7 @@ export function apiServices(ctx: ServiceContext, overrides: ServiceOverrides = {
     entry(RegistryV1, createRegistryV1Service(ctx)),
     // Token exchange
     entry(SecurityTokenService, overrides.securityTokenService ?? {}), // src/auth/exchange.ts
+    // Trellis's own: redeeming group invites (not in the published surface)
+    entry(InvitesService, createInviteRedemptionService(ctx)),
   ];
 }

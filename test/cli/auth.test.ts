@@ -47,8 +47,8 @@ function cache(cli: CliRunner) {
 const past = () => Math.floor(Date.now() / 1000) - 10;
 
 /** `auth login` through the loopback redirect, with an HTTP client as the browser. */
-async function browserLogin(cli: CliRunner) {
-  const login = cli.start(["auth", "login", "--no-browser"]);
+async function browserLogin(cli: CliRunner, extra: string[] = []) {
+  const login = cli.start(["auth", "login", "--no-browser", ...extra]);
   const [, authUrl] = await login.waitForStderr(/^ {2}(http:\/\/\S+)$/m);
   const authorize = await fetch(authUrl!, { redirect: "manual" });
   expect(authorize.status).toBe(302);
@@ -239,4 +239,58 @@ describe("trellis auth login --identity (a CI job)", () => {
       ci.cleanup();
     }
   }, 60_000);
+});
+
+describe("trellis auth login --invite (joining a group)", () => {
+  it("logs in, asks the IdP for the email scope, and joins the invite's group with exactly its role; a used single-use code is refused", async () => {
+    const operator = cliRunner(t.url, { TRELLIS_TOKEN: t.token });
+    const carol = cliRunner(t.url);
+    const dan = cliRunner(t.url);
+    try {
+      const org = JSON.parse((await operator.run(["iam", "groups", "create", "invited-org", "-o", "json"])).stdout);
+      const created = await operator.run(["iam", "invites", "create", "--group", "invited-org", "--role", "viewer", "--single-use", "--ttl", "1h", "-o", "json"]);
+      expect(created.code, created.stderr).toBe(0);
+      const { code } = JSON.parse(created.stdout);
+      // Bound to the user's verified email: works only because the login asked for `email`.
+      const forMail = JSON.parse(
+        (await operator.run(["iam", "invites", "create", "--group", "invited-org", "--role", "viewer", "--email", "carol@example.test", "-o", "json"])).stdout,
+      ).code;
+
+      idp.subject = "carol";
+      const joined = await browserLogin(carol, ["--invite", forMail, "-o", "json"]);
+      expect(joined.code, joined.stderr).toBe(0);
+      expect(idp.stats.lastScope.split(" ")).toContain("email");
+      expect(joined.stderr).toContain("Joined invited-org as viewer");
+      const binding = JSON.parse(joined.stdout);
+      expect(binding).toMatchObject({ group: { uid: org.uid }, role: { name: "viewer" } });
+      const groups = await carol.run(["iam", "groups", "list", "-o", "json"]);
+      expect(JSON.parse(groups.stdout).map((g: { uid: string }) => g.uid)).toEqual([org.uid]);
+      // Exactly the invite's role: a viewer cannot create under the group.
+      const write = await carol.run(["iam", "groups", "create", "sneaky", "--parent", org.uid]);
+      expect(write.code).toBe(3);
+
+      idp.subject = "dan";
+      const first = await browserLogin(dan, ["--invite", code]);
+      expect(first.code, first.stderr).toBe(0);
+      const second = await browserLogin(carol, ["--invite", code]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain("code: NOT_FOUND");
+      // Dan's email is not carol's.
+      const mismatch = await browserLogin(dan, ["--invite", forMail]);
+      expect(mismatch.code).toBe(1);
+      expect(mismatch.stderr).toContain("INVITE_EMAIL_MISMATCH");
+
+      const [identity, bad] = await Promise.all([
+        operator.run(["auth", "login", "--identity", org.uid, "--identity-token", "/dev/null", "--invite", code]),
+        operator.run(["auth", "login", "--invite", "not a code"]),
+      ]);
+      expect(identity.code).toBe(2);
+      expect(bad.code).toBe(2);
+    } finally {
+      idp.subject = "alice";
+      operator.cleanup();
+      carol.cleanup();
+      dan.cleanup();
+    }
+  }, 90_000);
 });

@@ -256,14 +256,14 @@ describe("trellis error paths not covered above", () => {
     const cases: [string[], number, string][] = [
       [["iam", "groups", "delete", "acme"], 1, "code: FAILED_PRECONDITION"],
       [["iam", "groups", "list", "--name", "Bad Name!", "--parent", "no such group"], 2, 'no group named "no such group"'],
-      [["iam", "identities", "delete", "not-a-uid"], 1, "code: INVALID_ARGUMENT"],
+      [["iam", "identities", "delete", "not-a-uid"], 2, 'no identity named "not-a-uid"'],
       [["iam", "roles", "get", "no-such-role"], 2, 'no role named "no-such-role"'],
       [["iam", "roles", "list", "--group", "no such group"], 2, 'no group named "no such group"'],
-      [["iam", "role-bindings", "list", "--identity", "not-a-uid"], 1, "field identity:"],
+      [["iam", "role-bindings", "list", "--identity", "not-a-uid"], 2, 'no identity named "not-a-uid"'],
       [["iam", "invites", "list", "--group", "no such group"], 2, 'no group named "no such group"'],
       [["iam", "invites", "delete", "not-a-uid"], 1, "code: INVALID_ARGUMENT"],
       [["registry", "repos", "list", "--group", "no such group"], 2, 'no group named "no such group"'],
-      [["registry", "tags", "list", "--repo", "not-a-uid"], 1, "code: INVALID_ARGUMENT"],
+      [["registry", "tags", "list", "--repo", "not-a-uid"], 2, 'no repo named "not-a-uid"'],
       [["advisories", "list", "--limit", "0"], 2, "must be a positive integer"],
     ];
     const results = await Promise.all(cases.map(([args]) => cli.run(args)));

@@ -2,7 +2,7 @@
  * The whole published surface is registered and reachable.
  *
  * The list of services and methods is read from the generated descriptors of proto/ (every
- * `gen/chainguard/**\/*_pb.ts`), not from the server's own route list and not written here,
+ * `gen/chainguard/**\/*_pb.ts` and `gen/trellis/**\/*_pb.ts`), not from the server's own route list and not written here,
  * so a method added to a proto is walked without editing this file, and a service declared
  * in a proto but not registered fails the first test.
  *
@@ -23,11 +23,10 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { type DescField, type DescMethodUnary, type DescService, fromJson, type JsonObject } from "@bufbuild/protobuf";
-import { ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
 import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { apiServices } from "../../src/server/routes.js";
 import type { ServiceContext } from "../../src/services/context.js";
@@ -42,13 +41,18 @@ import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js"
 const run = promisify(execFile);
 const BUF = path.resolve("node_modules/.bin/buf");
 
-/** Every service declared under proto/chainguard, from its generated file descriptor. */
+/**
+ * Every service declared under proto/chainguard (the published surface) and proto/trellis
+ * (Trellis's own additions), from its generated file descriptor.
+ */
 async function declaredServices(): Promise<DescService[]> {
-  const root = path.resolve("gen/chainguard");
-  const files = (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith("_pb.ts")).sort();
+  const files = ["gen/chainguard", "gen/trellis"].flatMap((dir) => {
+    const root = path.resolve(dir);
+    return (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith("_pb.ts")).sort().map((f) => path.join(root, f));
+  });
   const services: DescService[] = [];
   for (const file of files) {
-    const mod = (await import(pathToFileURL(path.join(root, file)).href)) as Record<string, unknown>;
+    const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
     for (const value of Object.values(mod)) {
       const desc = value as { kind?: string; services?: DescService[] } | undefined;
       if (desc?.kind === "file") services.push(...(desc.services ?? []));

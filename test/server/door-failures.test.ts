@@ -300,6 +300,10 @@ describe("connect-node's door on its own, behind the dispatcher's authority chec
         res.writeHead(500);
         res.end();
       },
+      onUnknownPath(_req, res) {
+        res.writeHead(404);
+        res.end();
+      },
     });
     // A bare HTTP/1.1 server: no dispatcher in front, so connect-node sees the Host as sent.
     const server = http.createServer((req, res) => door(req, res));

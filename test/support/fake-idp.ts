@@ -20,8 +20,8 @@ export interface FakeIdp {
   idTokenTtl: number;
   /** Subject the authorize endpoint logs in. */
   subject: string;
-  /** Counters of what clients asked for. */
-  readonly stats: { codes: number; refreshes: number; devices: number };
+  /** Counters of what clients asked for, and the scope of the last authorization request. */
+  readonly stats: { codes: number; refreshes: number; devices: number; lastScope: string };
   /** Makes every refresh token issued so far unusable. */
   revokeRefreshTokens(): void;
   /** Signs an id_token-like JWT (e.g. a CI job's identity token). */
@@ -46,7 +46,7 @@ export async function startFakeIdp(options: { device?: boolean; clientId?: strin
     jwks: { keys: [jwk] },
     idTokenTtl: 3600,
     subject: "alice",
-    stats: { codes: 0, refreshes: 0, devices: 0 },
+    stats: { codes: 0, refreshes: 0, devices: 0, lastScope: "" },
     revokeRefreshTokens: () => refreshTokens.clear(),
     sign: (claims, ttl = idp.idTokenTtl) =>
       new SignJWT({ ...claims })
@@ -63,7 +63,12 @@ export async function startFakeIdp(options: { device?: boolean; clientId?: strin
       access_token: randomBytes(16).toString("hex"),
       token_type: "Bearer",
       expires_in: idp.idTokenTtl,
-      id_token: await idp.sign({ sub: idp.subject, aud: clientId }),
+      // The email claims only when the scope asked for them, as many IdPs do.
+      id_token: await idp.sign({
+        sub: idp.subject,
+        aud: clientId,
+        ...(scope.split(" ").includes("email") && { email: `${idp.subject}@example.test`, email_verified: true }),
+      }),
     };
     if (scope.split(" ").includes("offline_access")) {
       const refresh = randomBytes(16).toString("hex");
@@ -94,7 +99,7 @@ export async function startFakeIdp(options: { device?: boolean; clientId?: strin
         subject_types_supported: ["public"],
         id_token_signing_alg_values_supported: ["RS256"],
         code_challenge_methods_supported: ["S256"],
-        scopes_supported: ["openid", "offline_access"],
+        scopes_supported: ["openid", "email", "offline_access"],
         token_endpoint_auth_methods_supported: ["none"],
       });
     }
@@ -105,6 +110,7 @@ export async function startFakeIdp(options: { device?: boolean; clientId?: strin
         return send(400, { error: "invalid_request" });
       }
       const code = randomBytes(16).toString("hex");
+      idp.stats.lastScope = p.get("scope") ?? "";
       codes.set(code, { challenge: p.get("code_challenge")!, redirectUri: p.get("redirect_uri")!, scope: p.get("scope") ?? "" });
       const back = new URL(p.get("redirect_uri")!);
       back.searchParams.set("code", code);
@@ -145,7 +151,7 @@ export async function startFakeIdp(options: { device?: boolean; clientId?: strin
           if (!refreshTokens.has(refresh)) return send(400, { error: "invalid_grant", error_description: "refresh token revoked" });
           refreshTokens.delete(refresh);
           idp.stats.refreshes++;
-          return send(200, await tokens("openid offline_access"));
+          return send(200, await tokens("openid email offline_access"));
         }
         case "urn:ietf:params:oauth:grant-type:device_code": {
           const entry = [...deviceCodes].find((d) => d.startsWith(`${p.get("device_code")} `));

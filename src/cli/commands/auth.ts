@@ -12,11 +12,14 @@
  *   minted from a local data directory's signing key (src/auth/local-token.ts, docs/auth.md).
  */
 import fs from "node:fs";
-import { type Command, Option } from "commander";
-import { apiUrl, type GlobalOptions } from "../client.js";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { apiUrl, connect, type GlobalOptions } from "../client.js";
 import { authError, CliError, EXIT, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
+import { InvitesService } from "../../../gen/trellis/iam/v1/invites_pb.js";
 import { positiveInt } from "../list-walk.js";
+import { print } from "./common.js";
+import { roleBindingView } from "./iam-role-bindings.js";
 import { apiAudience, discoverUserIdps, exchange } from "../login/exchange.js";
 import { apiToken, tokenForAudience } from "../login/session.js";
 import { resolveFormat } from "../output.js";
@@ -29,6 +32,7 @@ interface LoginOptions {
   issuer?: string;
   identity?: string;
   identityToken?: string;
+  invite?: string;
 }
 
 interface TokenOptions {
@@ -54,8 +58,15 @@ export function registerAuth(program: Command, io: Io): void {
     .option("--issuer <url>", "the user IdP to use when the server trusts several")
     .option("--identity <uid>", "assume this identity instead of logging in as a user")
     .option("--identity-token <file>", "file holding the IdP token that may assume --identity (re-read on renewal)")
+    .option("--invite <code>", "after logging in, redeem this group invite: join its group with its role")
     .action(async (o: LoginOptions, cmd: Command) => {
       const url = api(cmd);
+      if (o.invite !== undefined && o.identity !== undefined) {
+        throw usageError("--invite is for people logging in as themselves; an assumed identity cannot redeem an invite");
+      }
+      if (o.invite !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(o.invite)) {
+        throw usageError("--invite must be the code `trellis iam invites create` printed");
+      }
       if ((o.identity === undefined) !== (o.identityToken === undefined)) {
         throw usageError("--identity and --identity-token must be given together");
       }
@@ -91,6 +102,13 @@ export function registerAuth(program: Command, io: Io): void {
       const token = await exchange(url, tokens.idToken.token, apiAudience(url));
       writeLogin(url, { source: { kind: "user", issuer: idp.issuer, clientId: idp.clientId, ...tokens }, token }, io.env);
       io.err(`Logged in to ${url} (token valid until ${iso(token.exp)})\n`);
+      if (o.invite !== undefined) {
+        // With the new login's own token, whatever --token or TRELLIS_TOKEN say.
+        const ctx = await connect(cmd, io, token.token);
+        const binding = await ctx.client(InvitesService).redeemGroupInvite({ code: o.invite });
+        io.err(`Joined ${binding.group?.name ?? binding.group?.uid ?? "the group"} as ${binding.role?.name ?? "its role"}\n`);
+        print(ctx, roleBindingView, [binding], true);
+      }
     });
 
   auth
@@ -100,7 +118,11 @@ export function registerAuth(program: Command, io: Io): void {
     .addOption(new Option("--local", "an operator token minted from a local server's data directory (no login)"))
     .addOption(new Option("--data <dir>", "with --local: the data directory [env TRELLIS_DATA, default ./data]").implies({ local: true }))
     .addOption(new Option("--subject <name>", "with --local: names the operator (sub operator:NAME)").implies({ local: true }))
-    .addOption(new Option("--ttl <seconds>", "with --local: lifetime (default 3600)").argParser(positiveInt).implies({ local: true }))
+    .addOption(
+      new Option("--ttl <seconds>", `with --local: lifetime in seconds (default 3600, at most ${MAX_LOCAL_TOKEN_TTL_S})`)
+        .argParser(localTtl)
+        .implies({ local: true }),
+    )
     .action(async (o: TokenOptions, cmd: Command) => {
       if (o.local) {
         io.out(`${await localToken(o, io.env)}\n`);
@@ -157,6 +179,22 @@ export function registerAuth(program: Command, io: Io): void {
       if (source === "none" && !login) throw authError(`not logged in to ${url}`);
       if (source === "login cache" && !fresh && !renewable) throw authError("the cached login has expired; run `trellis auth login`");
     });
+}
+
+/**
+ * The longest an operator token may live: it owns everything and cannot be revoked short of
+ * rotating the server's signing key, so a leaked one must expire soon.
+ */
+export const MAX_LOCAL_TOKEN_TTL_S = 24 * 60 * 60;
+
+function localTtl(value: string): number {
+  const seconds = positiveInt(value);
+  if (seconds > MAX_LOCAL_TOKEN_TTL_S) {
+    throw new InvalidArgumentError(
+      `at most ${MAX_LOCAL_TOKEN_TTL_S} seconds (24 hours): an operator token owns everything and cannot be revoked; mint a new one when it expires`,
+    );
+  }
+  return seconds;
 }
 
 /** An operator token from the data directory; the server must have started there once. */

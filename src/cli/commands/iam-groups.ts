@@ -28,9 +28,13 @@ export function registerGroups(iam: Command, io: Io): void {
     .option("--descendants-of <group>", "only groups under this group at any depth (uid or name)")
     .option("--name <name>", "only groups with exactly this name")
     .option("--order-by <field>", "sort: name, name desc, created_at desc ...")
+    .option("--tree", "draw the hierarchy (children under their parents, by name)")
     .action(
-      clientAction(io, async (ctx, o: { parent?: string; descendantsOf?: string; name?: string; orderBy?: string; limit?: number }) => {
+      clientAction(io, async (ctx, o: { parent?: string; descendantsOf?: string; name?: string; orderBy?: string; limit?: number; tree?: boolean }) => {
         if (o.parent && o.descendantsOf) throw usageError("--parent and --descendants-of cannot be combined");
+        if (o.tree && ctx.formatFlag !== undefined && ctx.formatFlag !== "table") {
+          throw usageError(`--tree draws the hierarchy as text; it cannot be combined with -o ${ctx.formatFlag}`);
+        }
         const uidp = {
           childrenOf: o.parent ? await resolveGroup(ctx, o.parent) : "",
           descendantsOf: o.descendantsOf ? await resolveGroup(ctx, o.descendantsOf) : "",
@@ -43,7 +47,8 @@ export function registerGroups(iam: Command, io: Io): void {
           },
           { limit: o.limit, io, noun: "groups" },
         );
-        print(ctx, groupView, items);
+        if (o.tree) ctx.io.out(drawTree(items));
+        else print(ctx, groupView, items);
       }),
     );
 
@@ -102,4 +107,41 @@ export function registerGroups(iam: Command, io: Io): void {
         printDeleted(ctx, "group", uid);
       }),
     );
+}
+
+/**
+ * The groups as a tree: each under its parent (the uid minus its last segment) when the parent
+ * is among them, else at the top; siblings by name.
+ *
+ *   acme  <uid>
+ *   ├── eng  <uid>
+ *   │   └── web  <uid>
+ *   └── ops  <uid>
+ */
+export function drawTree(groups: readonly { uid: string; name: string }[]): string {
+  const byUid = new Map(groups.map((g) => [g.uid, g]));
+  const children = new Map<string, { uid: string; name: string }[]>();
+  const roots: { uid: string; name: string }[] = [];
+  for (const g of groups) {
+    const cut = g.uid.lastIndexOf("/");
+    const parent = cut < 0 ? undefined : g.uid.slice(0, cut);
+    if (parent !== undefined && byUid.has(parent)) {
+      const list = children.get(parent) ?? [];
+      list.push(g);
+      children.set(parent, list);
+    } else {
+      roots.push(g);
+    }
+  }
+  const byName = (a: { name: string; uid: string }, b: { name: string; uid: string }) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : a.uid < b.uid ? -1 : 1;
+  const lines: string[] = [];
+  const visit = (g: { uid: string; name: string }, prefix: string, branch: string) => {
+    lines.push(`${prefix}${branch}${g.name}  ${g.uid}`);
+    const kids = (children.get(g.uid) ?? []).sort(byName);
+    const childPrefix = prefix + (branch === "" ? "" : branch === "└── " ? "    " : "│   ");
+    kids.forEach((k, i) => visit(k, childPrefix, i === kids.length - 1 ? "└── " : "├── "));
+  };
+  for (const r of roots.sort(byName)) visit(r, "", "");
+  return lines.length ? `${lines.join("\n")}\n` : "";
 }

@@ -1,10 +1,11 @@
 /** `trellis iam identities list|get|create|update|delete`. */
 import type { Command } from "commander";
+import type { CliContext } from "../client.js";
 import { IdentitiesService, IdentitySchema } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import { usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
 import { walk, withLimit } from "../list-walk.js";
-import { resolveGroup } from "../name-args.js";
+import { resolveGroup, resolveName } from "../name-args.js";
 import { type ResourceView, time } from "../output.js";
 import { clientAction, print, printDeleted } from "./common.js";
 
@@ -25,6 +26,11 @@ export const identityView: ResourceView<typeof IdentitySchema> = {
     { header: "CREATED", cell: (i) => time(i.createTime) },
   ],
 };
+
+/** An identity argument (uid or name), a name looked up within `group` when given. */
+async function resolveIdentity(ctx: CliContext, identity: string, group: string | undefined): Promise<string> {
+  return resolveName(ctx, "identity", identity, group === undefined ? undefined : await resolveGroup(ctx, group));
+}
 
 interface ClaimFlags {
   issuer?: string;
@@ -59,9 +65,11 @@ export function registerIdentities(iam: Command, io: Io): void {
   identities
     .command("get")
     .description("show one identity")
-    .argument("<uid>", "identity uid")
+    .argument("<identity>", "identity uid or name")
+    .option("--group <group>", "narrow a name lookup to this group (uid or name)")
     .action(
-      clientAction(io, async (ctx, _o, uid: string) => {
+      clientAction(io, async (ctx, o: { group?: string }, identity: string) => {
+        const uid = await resolveIdentity(ctx, identity, o.group);
         print(ctx, identityView, [await ctx.client(IdentitiesService).getIdentity({ uid })], true);
       }),
     );
@@ -100,13 +108,15 @@ export function registerIdentities(iam: Command, io: Io): void {
   identities
     .command("update")
     .description("change an identity's name or description (only the fields given)")
-    .argument("<uid>", "identity uid")
+    .argument("<identity>", "identity uid or name")
     .option("--name <name>", "new name")
     .option("--description <text>", "new description")
+    .option("--group <group>", "narrow a name lookup to this group (uid or name)")
     .action(
-      clientAction(io, async (ctx, o: { name?: string; description?: string }, uid: string) => {
+      clientAction(io, async (ctx, o: { name?: string; description?: string; group?: string }, which: string) => {
         const paths = [o.name !== undefined && "name", o.description !== undefined && "description"].filter((p) => p !== false);
         if (paths.length === 0) throw usageError("nothing to update: give --name and/or --description");
+        const uid = await resolveIdentity(ctx, which, o.group);
         const identity = await ctx.client(IdentitiesService).updateIdentity({
           identity: { uid, name: o.name ?? "", description: o.description ?? "" },
           updateMask: { paths },
@@ -118,9 +128,11 @@ export function registerIdentities(iam: Command, io: Io): void {
   identities
     .command("delete")
     .description("delete an identity")
-    .argument("<uid>", "identity uid")
+    .argument("<identity>", "identity uid or name")
+    .option("--group <group>", "narrow a name lookup to this group (uid or name)")
     .action(
-      clientAction(io, async (ctx, _o, uid: string) => {
+      clientAction(io, async (ctx, o: { group?: string }, identity: string) => {
+        const uid = await resolveIdentity(ctx, identity, o.group);
         await ctx.client(IdentitiesService).deleteIdentity({ uid });
         printDeleted(ctx, "identity", uid);
       }),

@@ -1,8 +1,8 @@
 /** `trellis iam roles list|get|create|delete`. */
 import type { Command } from "commander";
-import { type Capability, CapabilitySchema } from "../../../gen/chainguard/capabilities/capabilities_pb.js";
+import type { Capability } from "../../../gen/chainguard/capabilities/capabilities_pb.js";
+import { parseCapability } from "../capabilities.js";
 import { RoleSchema, RolesService } from "../../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
-import { usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
 import { walk, withLimit } from "../list-walk.js";
 import { resolveGroup, resolveRole } from "../name-args.js";
@@ -19,14 +19,6 @@ export const roleView: ResourceView<typeof RoleSchema> = {
     { header: "DESCRIPTION", cell: (r) => r.description },
   ],
 };
-
-/** `CAP_IAM_GROUPS_LIST`, `iam_groups_list` or `IAM_GROUPS_LIST` → the enum value. */
-export function parseCapability(value: string, previous: Capability[] | undefined): Capability[] {
-  const wanted = value.toUpperCase().replace(/[.-]/g, "_");
-  const found = CapabilitySchema.values.find((v) => v.name === wanted || v.name === `CAP_${wanted}`);
-  if (!found || found.number === 0) throw usageError(`unknown capability ${JSON.stringify(value)} (e.g. CAP_IAM_GROUPS_LIST)`);
-  return [...(previous ?? []), found.number as Capability];
-}
 
 export function registerRoles(iam: Command, io: Io): void {
   const roles = iam.command("roles").description("roles: named sets of capabilities (built-in ones such as viewer, and custom ones)");
@@ -54,9 +46,11 @@ export function registerRoles(iam: Command, io: Io): void {
     .command("get")
     .description("show one role and its capabilities")
     .argument("<role>", "role uid or name")
+    .option("--group <group>", "narrow a name lookup to the custom roles of this group (uid or name)")
     .action(
-      clientAction(io, async (ctx, _o, role: string) => {
-        print(ctx, roleView, [await ctx.client(RolesService).getRole({ uid: await resolveRole(ctx, role) })], true);
+      clientAction(io, async (ctx, o: { group?: string }, role: string) => {
+        const uid = await resolveRole(ctx, role, o.group === undefined ? undefined : await resolveGroup(ctx, o.group));
+        print(ctx, roleView, [await ctx.client(RolesService).getRole({ uid })], true);
       }),
     );
 
@@ -65,7 +59,7 @@ export function registerRoles(iam: Command, io: Io): void {
     .description("create a custom role in a group")
     .argument("<name>", "role name")
     .requiredOption("--group <group>", "the group that owns the role (uid or name)")
-    .requiredOption("--capability <cap>", "a capability it grants; repeatable", parseCapability)
+    .requiredOption("--capability <cap>", "a capability it grants, by its published name (groups.list); repeatable", parseCapability)
     .option("--description <text>", "description")
     .action(
       clientAction(io, async (ctx, o: { group: string; capability: Capability[]; description?: string }, name: string) => {
@@ -80,9 +74,11 @@ export function registerRoles(iam: Command, io: Io): void {
   roles
     .command("delete")
     .description("delete a custom role")
-    .argument("<uid>", "role uid")
+    .argument("<role>", "role uid or name")
+    .option("--group <group>", "narrow a name lookup to the custom roles of this group (uid or name)")
     .action(
-      clientAction(io, async (ctx, _o, uid: string) => {
+      clientAction(io, async (ctx, o: { group?: string }, role: string) => {
+        const uid = await resolveRole(ctx, role, o.group === undefined ? undefined : await resolveGroup(ctx, o.group));
         await ctx.client(RolesService).deleteRole({ uid });
         printDeleted(ctx, "role", uid);
       }),

@@ -4,7 +4,8 @@ import { RepoSchema, ReposService } from "../../../gen/chainguard/platform/regis
 import { TagSchema, TagsService } from "../../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import type { Io } from "../io.js";
 import { walk, withLimit } from "../list-walk.js";
-import { resolveGroup } from "../name-args.js";
+import { resolveGroup, resolveName } from "../name-args.js";
+import type { CliContext } from "../client.js";
 import { type ResourceView, time } from "../output.js";
 import { clientAction, print } from "./common.js";
 
@@ -57,9 +58,11 @@ export function registerRegistry(program: Command, io: Io): void {
   repos
     .command("get")
     .description("show one repo")
-    .argument("<uid>", "repo uid")
+    .argument("<repo>", "repo uid or name")
+    .option("--group <group>", "narrow a name lookup to this group and below (uid or name)")
     .action(
-      clientAction(io, async (ctx, _o, uid: string) => {
+      clientAction(io, async (ctx, o: { group?: string }, repo: string) => {
+        const uid = await resolveRepo(ctx, repo, o.group);
         print(ctx, repoView, [await ctx.client(ReposService).getRepo({ uid })], true);
       }),
     );
@@ -67,11 +70,12 @@ export function registerRegistry(program: Command, io: Io): void {
   const tags = registry.command("tags").description("tags of a repo");
   withLimit(tags.command("list"))
     .description("list tags")
-    .option("--repo <uid>", "only tags of this repo")
+    .option("--repo <repo>", "only tags of this repo (uid or name)")
+    .option("--group <group>", "narrow a --repo name lookup to this group and below (uid or name)")
     .option("--name <name>", "only tags with exactly this name")
     .action(
-      clientAction(io, async (ctx, o: { repo?: string; name?: string; limit?: number }) => {
-        const uidp = { childrenOf: o.repo ?? "" };
+      clientAction(io, async (ctx, o: { repo?: string; group?: string; name?: string; limit?: number }) => {
+        const uidp = { childrenOf: o.repo ? await resolveRepo(ctx, o.repo, o.group) : "" };
         const client = ctx.client(TagsService);
         const items = await walk(
           async (pageSize, pageToken) => {
@@ -83,4 +87,23 @@ export function registerRegistry(program: Command, io: Io): void {
         print(ctx, tagView, items);
       }),
     );
+
+  tags
+    .command("get")
+    .description("show one tag")
+    .argument("<tag>", "tag uid, or its name with --repo")
+    .option("--repo <repo>", "the tag's repo, for a tag named by name (uid or name)")
+    .option("--group <group>", "narrow a --repo name lookup to this group and below (uid or name)")
+    .action(
+      clientAction(io, async (ctx, o: { repo?: string; group?: string }, tag: string) => {
+        const repo = o.repo ? await resolveRepo(ctx, o.repo, o.group) : undefined;
+        const uid = await resolveName(ctx, "tag", tag, repo);
+        print(ctx, tagView, [await ctx.client(TagsService).getTag({ uid })], true);
+      }),
+    );
+}
+
+/** A repo argument (uid or name; names are unique within a group), within `group` when given. */
+async function resolveRepo(ctx: CliContext, repo: string, group: string | undefined): Promise<string> {
+  return resolveName(ctx, "repo", repo, group === undefined ? undefined : await resolveGroup(ctx, group));
 }

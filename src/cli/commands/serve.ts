@@ -9,7 +9,8 @@
  * 1; unhandled rejections and per-connection errors are logged and it keeps serving
  * (src/server/process-guard.ts says which is which and why).
  */
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
+import { LOG_LEVELS } from "../../server/log-levels.js";
 import { EXIT, ExitStatus, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
 import { collect } from "./common.js";
@@ -30,12 +31,14 @@ export function registerServe(program: Command, io: Io): void {
   program
     .command("serve")
     .description("run the Trellis server (gRPC, gRPC-web, Connect and REST on one port)")
+    // The client options (--api, --token, -o, ...) mean nothing to the server: keep them out of its help.
+    .configureHelp({ showGlobalOptions: false })
     .option("--addr <host:port>", "listen address; port 0 picks a free port [env TRELLIS_ADDR, default 127.0.0.1:8080]")
     .option("--data <dir>", "database directory [env TRELLIS_DATA, default ./data]")
     .option("--tls-cert <file>", "serve TLS with this certificate (with --tls-key) [env TRELLIS_TLS_CERT]")
     .option("--tls-key <file>", "the certificate's private key [env TRELLIS_TLS_KEY]")
     .option("--error-domain <domain>", "ErrorInfo.domain of every error [env TRELLIS_ERROR_DOMAIN, default iam.chainguard.dev]")
-    .option("--log-level <level>", "pino level, or silent [env TRELLIS_LOG_LEVEL, default info]")
+    .addOption(new Option("--log-level <level>", "log level [env TRELLIS_LOG_LEVEL, default info]").choices(LOG_LEVELS))
     .option("--cors-origin <origin>", "browser origin allowed by CORS; repeatable [env TRELLIS_CORS_ORIGINS]", collect)
     .option("--issuer-url <url>", "iss and aud of the API tokens this server issues [env TRELLIS_ISSUER_URL, default the listen URL]")
     .option("--config <file>", "trust configuration: identity providers, registry audience (docs/auth.md) [env TRELLIS_CONFIG]")

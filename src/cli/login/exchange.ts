@@ -9,6 +9,7 @@
  *   the header only, never the URL (docs/published-api.md "Credentials").
  */
 import { authError, CliError, EXIT } from "../exit-codes.js";
+import { httpGet } from "../network.js";
 import { type CachedToken, jwtExp } from "../token-cache.js";
 
 /** One user IdP the server trusts for browser login. */
@@ -70,13 +71,4 @@ export function apiAudience(api: string): string {
 
 function withSlash(api: string): string {
   return api.endsWith("/") ? api : `${api}/`;
-}
-
-async function httpGet(url: URL, headers: Record<string, string>): Promise<Response> {
-  try {
-    return await fetch(url, { headers: { accept: "application/json", ...headers }, redirect: "error" });
-  } catch (err) {
-    const cause = (err as { cause?: { message?: string } }).cause?.message;
-    throw new CliError(`cannot reach ${url.origin}: ${cause ?? (err as Error).message}`, EXIT.failure);
-  }
 }

@@ -40,10 +40,22 @@ export function supportsDevice(config: oidc.Configuration): boolean {
   return typeof config.serverMetadata().device_authorization_endpoint === "string";
 }
 
-function scope(config: oidc.Configuration): string {
-  // Ask for a refresh token only where the IdP says it can give one.
-  const supported = config.serverMetadata().scopes_supported ?? [];
-  return supported.includes("offline_access") ? "openid offline_access" : "openid";
+/**
+ * The scopes a login asks for. `email`: Trellis reads the user's verified email (the
+ * `email` and `email_verified` claims) at sign-in, and methods depend on it — an invite
+ * naming an address, and LookupGroup, CheckEligibility and RequestGroupAccess, which find the
+ * caller's organization by its email domain — and many IdPs put the claims in the id_token
+ * only when the scope was asked for. Asked whenever the IdP lists it, or lists no scopes at
+ * all (`email` is a standard OpenID Connect scope). A refresh token (`offline_access`) only
+ * where the IdP says it can give one.
+ */
+export function loginScope(config: oidc.Configuration): string {
+  const listed = config.serverMetadata().scopes_supported;
+  const supported = listed ?? [];
+  const scopes = ["openid"];
+  if (listed === undefined || supported.includes("email")) scopes.push("email");
+  if (supported.includes("offline_access")) scopes.push("offline_access");
+  return scopes.join(" ");
 }
 
 /**
@@ -81,7 +93,7 @@ export async function browserLogin(
   try {
     const authUrl = oidc.buildAuthorizationUrl(config, {
       redirect_uri: redirectUri,
-      scope: scope(config),
+      scope: loginScope(config),
       code_challenge: challenge,
       code_challenge_method: "S256",
       state,
@@ -108,7 +120,7 @@ export async function browserLogin(
 
 /** Device authorization (RFC 8628): print a code and URL, then poll until the user approves. */
 export async function deviceLogin(config: oidc.Configuration, log: (line: string) => void): Promise<IdpTokens> {
-  const device = await grant(() => oidc.initiateDeviceAuthorization(config, { scope: scope(config) }));
+  const device = await grant(() => oidc.initiateDeviceAuthorization(config, { scope: loginScope(config) }));
   log(`To log in, visit ${device.verification_uri_complete ?? device.verification_uri} and enter the code ${device.user_code}`);
   return toIdpTokens(await grant(() => oidc.pollDeviceAuthorizationGrant(config, device)));
 }

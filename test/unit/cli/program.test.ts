@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import type { Io } from "../../../src/cli/io.js";
 import { runCli } from "../../../src/cli/program.js";
 
-async function run(argv: string[]) {
+async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
   let stdout = "";
   let stderr = "";
   const io: Io = {
@@ -23,7 +23,7 @@ async function run(argv: string[]) {
     },
     stdoutIsTty: false,
     stderrIsTty: false,
-    env: { XDG_CONFIG_HOME: path.join(os.tmpdir(), "trellis-no-config") },
+    env: { XDG_CONFIG_HOME: path.join(os.tmpdir(), "trellis-no-config"), ...env },
   };
   const code = await runCli(argv, io);
   return { code, stdout, stderr };
@@ -66,7 +66,7 @@ describe("trellis program", () => {
       [["iam", "groups", "list", "--parent", "a", "--descendants-of", "b"], /cannot be combined/],
       [["--protocol", "http3", "iam", "groups", "list"], /argument 'http3' is invalid/],
       [["--api", "ftp://x", "iam", "groups", "list"], /--api must be an http/],
-      [["completion", "fish"], /value 'fish' is invalid/],
+      [["completion", "tcsh"], /value 'tcsh' is invalid/],
       [["auth", "login", "--identity", "abc"], /--identity and --identity-token must be given together/],
       [["auth", "token", "--local", "--ttl", "0"], /must be a positive integer/],
       [["serve", "--addr", "nonsense"], /--addr must be HOST:PORT/],
@@ -87,9 +87,9 @@ describe("trellis program", () => {
   });
 
   it("ends a network failure with exit 1 and one error block", async () => {
-    const r = await run(["--api", "http://127.0.0.1:9", "iam", "groups", "list"]);
+    const r = await run(["--api", "http://127.0.0.1:9", "iam", "groups", "get", "acme"], { TRELLIS_RETRY_DELAY_MS: "1" });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error: .*ECONNREFUSED.*\n {2}code: UNAVAILABLE\n$/);
+    expect(r.stderr).toMatch(/^error: cannot reach http:\/\/127\.0\.0\.1:9: connection refused.*\n {2}code: UNAVAILABLE\n$/);
   });
 
   it("prints bash and zsh completion generated from the command tree; the bash one completes", async () => {
@@ -109,7 +109,7 @@ describe("trellis program", () => {
         { encoding: "utf8" },
       ).trim();
     try {
-      expect(complete(["trellis", ""])).toBe("serve auth iam registry advisories import completion --version --api --token --protocol --output --help");
+      expect(complete(["trellis", ""])).toBe("serve auth iam registry advisories import completion version --api --token --protocol --output --ca-cert --version --help");
       expect(complete(["trellis", "iam", "ro"])).toBe("roles role-bindings");
       expect(complete(["trellis", "-o", "json", "iam", "groups", "list", "--p"])).toBe("--protocol --parent");
       expect(complete(["trellis", "auth", "login", "--id"])).toBe("--identity --identity-token");
