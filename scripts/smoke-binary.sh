@@ -20,6 +20,9 @@ if [ "${1:-}" = "--inside" ]; then
   cd "$3"
   say() { printf 'smoke: %s\n' "$*"; }
   die() { printf 'smoke: FAILED: %s\n' "$*" >&2; [ -f serve.err ] && tail -n 20 serve.err >&2; exit 1; }
+  # A failed check must not leave the server running behind the script.
+  server=
+  trap '[ -n "$server" ] && kill -9 "$server" 2>/dev/null; true' EXIT
 
   if command -v node >/dev/null 2>&1; then die "a node is on PATH ($(command -v node))"; fi
   for dir in . .. ../.. /; do [ ! -e "$dir/node_modules" ] || die "$dir/node_modules exists"; done

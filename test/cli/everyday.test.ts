@@ -140,7 +140,7 @@ describe("network and TLS failures", () => {
       "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
       "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost",
       "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-    ], { stdio: "ignore" });
+    ], { stdio: "ignore", timeout: 15_000 });
     const tls = await startTestApp({ tls: { certFile, keyFile } });
     const quick = { TRELLIS_RETRY_DELAY_MS: "1", TRELLIS_TOKEN: tls.token };
     try {
@@ -226,12 +226,13 @@ describe("completion of option values", () => {
     for (const [shell, bin] of [["zsh", "zsh"], ["fish", "fish"]] as const) {
       // Where the shell is installed, the script must at least parse.
       try {
-        execFileSync("which", [bin], { stdio: "ignore" });
+        execFileSync("which", [bin], { stdio: "ignore", timeout: 5_000 });
       } catch {
         continue;
       }
       const text = shell === "zsh" ? zsh.stdout : fish.stdout;
-      execFileSync(bin, shell === "zsh" ? ["-n", "-c", text] : ["--no-execute", "-c", text]);
+      // A synchronous child blocks this worker's event loop, test timeouts included: bound it.
+      execFileSync(bin, shell === "zsh" ? ["-n", "-c", text] : ["--no-execute", "-c", text], { stdio: ["ignore", "pipe", "pipe"], timeout: 15_000 });
     }
   }, 30_000);
 });
