@@ -166,7 +166,7 @@ export function restoreDatabase(options: RestoreOptions): RestoreSummary {
     const previous = present.length > 0 ? moveAside(live, options.now?.() ?? new Date()) : undefined;
     fs.renameSync(incoming, live);
     fsyncDirectory(options.dataDir);
-    return { ...summary, file: live, bytes: fs.statSync(live).size, ...(previous ? { previous } : {}) };
+    return { ...summary, file: path.resolve(live), bytes: fs.statSync(live).size, ...(previous ? { previous } : {}) };
   } finally {
     removeWithSideFiles(incoming);
     release();
