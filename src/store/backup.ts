@@ -103,7 +103,7 @@ export async function backupDatabase(options: BackupOptions): Promise<DatabaseSu
     } finally {
       sqlite.close();
     }
-    const summary = verifyCopy(partial, source, { selfContained: true });
+    const summary = verifyCopy(partial, `the copy of ${source}`, { selfContained: true });
     fsyncFile(partial);
     if (options.force) {
       fs.renameSync(partial, target);
@@ -112,10 +112,11 @@ export async function backupDatabase(options: BackupOptions): Promise<DatabaseSu
       try {
         fs.linkSync(partial, target);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EEXIST") {
-          throw new Error(`${target} already exists; choose another --to, or pass --force to replace it`);
-        }
-        throw err;
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "EEXIST") throw new Error(`${target} already exists; choose another --to, or pass --force to replace it`);
+        // A file system without hard links (some network shares): rename, after one more look.
+        if ((code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP") || fs.existsSync(target)) throw err;
+        fs.renameSync(partial, target);
       }
     }
     fsyncDirectory(path.dirname(target));
@@ -158,9 +159,7 @@ export function restoreDatabase(options: RestoreOptions): RestoreSummary {
       );
     }
     // The backup is copied first and the copy verified, so what is checked is what goes in.
-    fs.closeSync(fs.openSync(incoming, "wx", 0o600));
-    fs.copyFileSync(backupFile, incoming);
-    fs.chmodSync(incoming, 0o600); // copyFile gives the copy the backup's mode
+    copyPrivately(backupFile, incoming);
     const summary = verifyCopy(incoming, backupFile, { selfContained: false });
     fsyncFile(incoming);
     const previous = present.length > 0 ? moveAside(live, options.now?.() ?? new Date()) : undefined;
@@ -241,7 +240,7 @@ function verifyCopy(file: string, named: string, { selfContained }: { selfContai
     } catch (err) {
       verdict = (err as Error).message;
     }
-    if (verdict !== "ok") throw new Error(`${named} is damaged or not a database (integrity_check: ${String(verdict)}); it cannot be restored`);
+    if (verdict !== "ok") throw new Error(`${named} is damaged or not a database (integrity_check: ${String(verdict)})`);
     const tables = (
       sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").all() as {
         name: string;
@@ -285,6 +284,30 @@ function realPathOf(file: string): string {
     } catch {
       return absolute;
     }
+  }
+}
+
+/**
+ * Copies `from` to a new file `to` created 0600 (never following a link planted there). Not
+ * fs.copyFile: it gives the copy the source's mode, so a database copied from a backup left
+ * world-readable would be readable for a moment too.
+ */
+function copyPrivately(from: string, to: string): void {
+  const input = fs.openSync(from, "r");
+  try {
+    const output = fs.openSync(to, "wx", 0o600);
+    try {
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      for (;;) {
+        const n = fs.readSync(input, chunk, 0, chunk.length, null);
+        if (n === 0) break;
+        for (let written = 0; written < n; ) written += fs.writeSync(output, chunk, written, n - written);
+      }
+    } finally {
+      fs.closeSync(output);
+    }
+  } finally {
+    fs.closeSync(input);
   }
 }
 
