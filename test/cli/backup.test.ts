@@ -117,7 +117,7 @@ describe("trellis backup, then trellis restore", () => {
           }
         }
       });
-      while (acknowledged.length < 40) await new Promise((r) => setTimeout(r, 5));
+      while (acknowledged.length < 40 && failures.length === 0) await new Promise((r) => setTimeout(r, 5));
 
       const before = [...acknowledged];
       backupRunning = true;
@@ -125,7 +125,7 @@ describe("trellis backup, then trellis restore", () => {
       backupRunning = false;
       backupDone = true;
       const afterBackup = acknowledged.length;
-      while (acknowledged.length < afterBackup + 20) await new Promise((r) => setTimeout(r, 5));
+      while (acknowledged.length < afterBackup + 20 && failures.length === 0) await new Promise((r) => setTimeout(r, 5));
       running = false;
       await Promise.all(writers);
 

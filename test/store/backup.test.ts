@@ -35,7 +35,9 @@ describe("backupDatabase", () => {
     sqlite.pragma("busy_timeout = 0"); // as the running server: a write that would wait fails instead
     sqlite.exec("CREATE TABLE filler (n INTEGER PRIMARY KEY, pad BLOB NOT NULL)");
     const insert = sqlite.prepare("INSERT INTO filler (pad) VALUES (zeroblob(200))");
-    for (let i = 0; i < 2000; i++) insert.run(); // about 100 pages
+    sqlite.transaction(() => {
+      for (let i = 0; i < 2000; i++) insert.run(); // about 100 pages
+    })();
     const target = path.join(tempDir("trellis-backup-dst-"), "trellis.backup");
 
     let steps = 0;
