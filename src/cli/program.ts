@@ -9,6 +9,7 @@ import { Command, CommanderError, Option } from "commander";
 import { DEFAULT_API, PROTOCOLS } from "./client.js";
 import { registerAdvisories } from "./commands/advisories.js";
 import { registerAuth } from "./commands/auth.js";
+import { registerBackup, registerRestore } from "./commands/backup.js";
 import { registerCompletion } from "./commands/completion.js";
 import { registerIam } from "./commands/iam.js";
 import { registerImport } from "./commands/import.js";
@@ -21,6 +22,9 @@ import type { Io } from "./io.js";
 import { useCaCert } from "./network.js";
 import { OUTPUT_FORMATS } from "./output.js";
 import { describeError } from "./rpc-errors.js";
+
+/** Commands that work on a data directory and call no server (no CA certificate needed). */
+const LOCAL_COMMANDS = new Set(["serve", "import", "backup", "restore"]);
 
 /** The whole command tree, writing through `io`. */
 export function buildProgram(io: Io): Command {
@@ -40,7 +44,7 @@ export function buildProgram(io: Io): Command {
     // Before a client command runs: the CA it may need for its calls (network.ts). The server
     // and the importer call no server, so a stale TRELLIS_CA_CERT never stops them.
     .hook("preAction", (_program, action) => {
-      if (action.name() !== "serve" && action.name() !== "import") useCaCert(action.optsWithGlobals<{ caCert?: string }>().caCert);
+      if (!LOCAL_COMMANDS.has(action.name())) useCaCert(action.optsWithGlobals<{ caCert?: string }>().caCert);
     });
 
   registerServe(program, io);
@@ -49,6 +53,8 @@ export function buildProgram(io: Io): Command {
   registerRegistry(program, io);
   registerAdvisories(program, io);
   registerImport(program, io);
+  registerBackup(program, io);
+  registerRestore(program, io);
   registerCompletion(program, io);
   registerVersion(program, io);
   return program;

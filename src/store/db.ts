@@ -140,9 +140,10 @@ export function dataDirLockFile(dataDir: string): string {
  * Why not lock trellis.db itself: `locking_mode=EXCLUSIVE` on the data file would also
  * shut out `trellis import`, which writes while the server runs (WAL, docs/import.md).
  * SQLite's unix VFS shares locks between connections of one process, so a second open in
- * the same process (tests) is refused too.
+ * the same process (tests) is refused too. `trellis restore` takes the same lock, so it is
+ * refused while a server runs and no server starts on a half-restored directory.
  */
-function acquireDataDirLock(dataDir: string): () => void {
+export function acquireDataDirLock(dataDir: string): () => void {
   const lockFile = dataDirLockFile(dataDir);
   // timeout 0: a held lock is refused at once, never waited for.
   const holder = new Database(lockFile, { timeout: 0 });
@@ -233,7 +234,7 @@ function createDatabaseFile(file: string): void {
 }
 
 /** Makes a new directory entry durable (a power cut must not lose the link just made). */
-function fsyncDirectory(dir: string): void {
+export function fsyncDirectory(dir: string): void {
   const fd = fs.openSync(dir, "r");
   try {
     fs.fsyncSync(fd);
@@ -262,7 +263,7 @@ function knownMigrations(): readonly JournalEntry[] {
  * applies what is missing and says nothing about extra rows, so compare here: its
  * `__drizzle_migrations` records each applied migration's journal timestamp.
  */
-function refuseNewerMigrations(sqlite: Database.Database, file: string): void {
+export function refuseNewerMigrations(sqlite: Database.Database, file: string): void {
   const hasTable = sqlite
     .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
     .get();

@@ -101,6 +101,13 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
     expect(unknown).toMatchObject({ code: 3 });
     expect(unknown.message).toContain("colour");
   },
+  "cli-backup": ({ stdout }) => {
+    const lines = stdout.split("\n").filter((l) => l !== "");
+    expect(lines).toEqual([
+      expect.stringMatching(/^backup \/\S+\/trellis\.backup: \d+ bytes, \d+ pages, \d+ tables, \d+ rows$/),
+      expect.stringMatching(/^restored \S*restored\/trellis\.db: \d+ bytes, \d+ pages, \d+ tables, \d+ rows$/),
+    ]);
+  },
   "import-sample": ({ stdout }) => {
     const summaries = stdout.split("\n").filter((l) => l.startsWith("import: "));
     expect(summaries[0]).toMatch(/^import: 13 loaded, 0 updated, 0 unchanged, 0 rejected /);

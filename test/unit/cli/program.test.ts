@@ -33,7 +33,7 @@ describe("trellis program", () => {
   it("has --help on every command", async () => {
     const help = await run(["--help"]);
     expect(help.code).toBe(0);
-    for (const cmd of ["serve", "auth", "iam", "registry", "advisories", "import", "completion"]) expect(help.stdout).toContain(cmd);
+    for (const cmd of ["serve", "auth", "iam", "registry", "advisories", "import", "backup", "restore", "completion"]) expect(help.stdout).toContain(cmd);
     const groups = await run(["iam", "groups", "--help"]);
     expect(groups.stdout).toMatch(/list[\s\S]*get[\s\S]*create[\s\S]*update[\s\S]*delete/);
     const create = await run(["iam", "groups", "create", "--help"]);
@@ -109,7 +109,7 @@ describe("trellis program", () => {
         { encoding: "utf8" },
       ).trim();
     try {
-      expect(complete(["trellis", ""])).toBe("serve auth iam registry advisories import completion version --api --token --protocol --output --ca-cert --version --help");
+      expect(complete(["trellis", ""])).toBe("serve auth iam registry advisories import backup restore completion version --api --token --protocol --output --ca-cert --version --help");
       expect(complete(["trellis", "iam", "ro"])).toBe("roles role-bindings");
       expect(complete(["trellis", "-o", "json", "iam", "groups", "list", "--p"])).toBe("--protocol --parent");
       expect(complete(["trellis", "auth", "login", "--id"])).toBe("--identity --identity-token");
