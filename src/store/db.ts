@@ -80,7 +80,9 @@ export function databaseFile(dataDir: string): string {
  * @throws Error with a clear message when another server holds the data directory.
  */
 export function openDatabase(dataDir: string, options: OpenDatabaseOptions = {}): OpenedDatabase {
-  fs.mkdirSync(dataDir, { recursive: true });
+  // The database holds the token-signing keys: a directory made here is the owner's alone
+  // (an existing one keeps the permissions its operator gave it).
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const release = options.lock === false ? () => {} : acquireDataDirLock(dataDir);
   const file = databaseFile(dataDir);
   let sqlite: Database.Database;
@@ -206,6 +208,9 @@ function createDatabaseFile(file: string): void {
   fs.rmSync(fresh, { force: true });
   fs.rmSync(`${fresh}-journal`, { force: true });
   try {
+    // Created empty with the owner's permissions only, before SQLite opens it: the file holds
+    // the signing keys, and SQLite gives its -wal and -shm files the database file's mode.
+    fs.writeFileSync(fresh, "", { mode: 0o600, flag: "wx" });
     const sqlite = new Database(fresh);
     try {
       // Rollback journal (the default) while building it: the whole file is self-contained

@@ -29,6 +29,19 @@ describe("openDatabase", () => {
     }
   });
 
+  it("makes a new data directory and database readable by their owner only (they hold the signing keys)", () => {
+    const dir = path.join(tempDir(), "data");
+    const opened = openDatabase(dir);
+    try {
+      expect(fs.statSync(dir).mode & 0o777).toBe(0o700);
+      for (const name of ["trellis.db", "trellis.db-wal", "trellis.db-shm"]) {
+        expect((fs.statSync(path.join(dir, name)).mode & 0o777).toString(8), name).toBe("600");
+      }
+    } finally {
+      opened.close();
+    }
+  });
+
   it("refuses a second open of the same data directory until the first closes", () => {
     const dir = tempDir();
     const first = openDatabase(dir);
