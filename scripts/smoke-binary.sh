@@ -22,7 +22,7 @@ if [ "${1:-}" = "--inside" ]; then
   die() { printf 'smoke: FAILED: %s\n' "$*" >&2; [ -f serve.err ] && tail -n 20 serve.err >&2; exit 1; }
   # A failed check must not leave the server running behind the script.
   server=
-  trap '[ -n "$server" ] && kill -9 "$server" 2>/dev/null; true' EXIT
+  trap 'if [ -n "$server" ]; then kill -9 "$server" 2>/dev/null || true; fi' EXIT
 
   if command -v node >/dev/null 2>&1; then die "a node is on PATH ($(command -v node))"; fi
   for dir in . .. ../.. /; do [ ! -e "$dir/node_modules" ] || die "$dir/node_modules exists"; done
@@ -53,6 +53,7 @@ if [ "${1:-}" = "--inside" ]; then
     status=0
     wait "$server" || status=$?
     [ "$status" -eq 0 ] || die "the server exited with $status after SIGTERM"
+    server=
   }
 
   start_server
