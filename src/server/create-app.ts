@@ -4,6 +4,7 @@
  * and listens on one port. Tests call `startApp` with port 0 and a fresh data directory.
  */
 import http2 from "node:http2";
+import path from "node:path";
 import { create, type DescMethod, isMessage, type Message } from "@bufbuild/protobuf";
 import { type HandlerContext } from "@connectrpc/connect";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
@@ -365,7 +366,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       {
         version: trellisVersion(),
         listen: url,
-        data: databaseFile(config.dataDir),
+        data: path.resolve(databaseFile(config.dataDir)),
         issuer: issuer.issuer,
         trustedIdps: trust.identityProviders.map((i) => i.issuer),
         tls: config.tls !== undefined,
