@@ -11,13 +11,19 @@
  *
  * Order inside a call: before-call hooks (authentication, then authorization: src/auth/) → the
  * implementation → on failure, toConnectError (ErrorInfo first; unexpected causes logged,
- * never sent) → one log line {protocol, method, code, ms}. Request headers are never logged.
+ * never sent) → one log line {protocol, method, code, ms, caller, peer, requestId, traceId}
+ * and the call's metrics (src/observe/metrics.ts). Request headers are never logged: the
+ * caller is the token's subject (an identity uid or `operator:<name>`), never the token; the
+ * request id and trace id were checked in the dispatcher (src/observe/call-meta.ts).
  * Methods with no implementation answer UNIMPLEMENTED with ErrorInfo.
  */
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { CODE_NAMES, unimplemented } from "../errors/api-error.js";
 import { toConnectError } from "../errors/to-connect-error.js";
+import { callerOf } from "../auth/caller.js";
+import { CALL_META } from "../observe/call-meta.js";
+import type { Metrics } from "../observe/metrics.js";
 import type { Logger } from "./logger.js";
 
 /**
@@ -38,31 +44,59 @@ export interface CallPipelineOptions {
   readonly log: Logger;
   readonly errorDomain: string;
   readonly beforeCall?: readonly BeforeCallHook[];
+  /** Where calls are counted and timed; none in unit tests of the pipeline alone. */
+  readonly metrics?: Metrics;
 }
 
 type AnyUnary = (request: unknown, context: HandlerContext) => unknown;
 
 export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
-  const { log, errorDomain } = options;
+  const { log, errorDomain, metrics } = options;
   const hooks = options.beforeCall ?? [];
 
   function wrapUnary(method: DescMethod, impl: AnyUnary | undefined): AnyUnary {
     const name = `${method.parent.typeName}/${method.name}`;
+    const recorder = metrics?.forMethod(method);
+    // The end of every call, whatever its outcome: one log line, its metrics. Plain reads of
+    // what the doors and the hooks already put in the context; no per-call closures.
+    const finish = (context: HandlerContext, code: string, start: number): void => {
+      const ms = elapsed(start);
+      const caller = callerOf(context);
+      if (metrics && recorder) {
+        metrics.callEnded();
+        recorder.record(context.protocolName, code, ms / 1000);
+        if (caller) metrics.tokenVerified("valid");
+        else if (code === "UNAUTHENTICATED") metrics.tokenVerified(context.requestHeader.has("authorization") ? "rejected" : "missing");
+      }
+      if (!log.isLevelEnabled("info")) return;
+      const meta = context.values.get(CALL_META);
+      log.info(
+        {
+          protocol: context.protocolName,
+          method: name,
+          code,
+          ms,
+          caller: caller?.subject,
+          peer: meta?.peer,
+          requestId: meta?.requestId,
+          traceId: meta?.traceId,
+        },
+        "call",
+      );
+    };
     return async (request, context) => {
       const start = performance.now();
+      metrics?.callStarted();
       try {
         for (const hook of hooks) await hook(method, context, request);
         if (!impl) throw unimplemented(name);
         const response = await impl(request, context);
-        log.info({ protocol: context.protocolName, method: name, code: "OK", ms: elapsed(start) }, "call");
+        finish(context, "OK", start);
         return response;
       } catch (err) {
         const { error, unexpected } = toConnectError(err, errorDomain);
-        if (unexpected !== undefined) log.error({ method: name, err: unexpected }, "unexpected error");
-        log.info(
-          { protocol: context.protocolName, method: name, code: CODE_NAMES[error.code] ?? Code[error.code], ms: elapsed(start) },
-          "call",
-        );
+        if (unexpected !== undefined) log.error({ method: name, err: unexpected, requestId: context.values.get(CALL_META)?.requestId }, "unexpected error");
+        finish(context, CODE_NAMES[error.code] ?? Code[error.code], start);
         throw error;
       }
     };

@@ -9,6 +9,8 @@
  *   --cors-origin O    TRELLIS_CORS_ORIGINS  comma-separated browser origins allowed (default none)
  *   --issuer-url URL   TRELLIS_ISSUER_URL    `iss` and `aud` of our API tokens (default: the listen URL)
  *   --config FILE      TRELLIS_CONFIG        trust configuration (src/auth/trust-config.ts)
+ *   --metrics-addr HOST:PORT  TRELLIS_METRICS_ADDR  serve /metrics on its own listener instead of the API port
+ *   --drain-seconds N  TRELLIS_DRAIN_SECONDS default 0: on SIGTERM, /readyz fails this long before the listener stops
  */
 import { parseArgs } from "node:util";
 import { normalizeIssuerUrl } from "../auth/issuer-settings.js";
@@ -28,6 +30,13 @@ export interface ServerConfig {
   readonly issuerUrl?: string;
   /** Trusted identity providers and the registry audience (from --config; none by default). */
   readonly trust?: TrustConfig;
+  /** Where /metrics is served instead of the API port (its own plain HTTP listener). */
+  readonly metricsAddr?: { readonly host: string; readonly port: number };
+  /**
+   * On close: how long /readyz (and gRPC health) report not ready while the server still
+   * answers everything, so a load balancer stops sending before the listener closes.
+   */
+  readonly drainMs?: number;
 }
 
 export const DEFAULT_ERROR_DOMAIN = "iam.chainguard.dev";
@@ -94,6 +103,8 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       "cors-origin": { type: "string", multiple: true },
       "issuer-url": { type: "string" },
       config: { type: "string" },
+      "metrics-addr": { type: "string" },
+      "drain-seconds": { type: "string" },
     },
     strict: true,
     allowPositionals: false,
@@ -119,7 +130,27 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       .filter(Boolean),
     issuerUrl: optionalIssuerUrl(values["issuer-url"] ?? env.TRELLIS_ISSUER_URL),
     trust: configFile ? loadTrustConfig(configFile) : undefined,
+    metricsAddr: optionalMetricsAddr(values["metrics-addr"] ?? env.TRELLIS_METRICS_ADDR),
+    drainMs: drainSeconds(values["drain-seconds"] ?? env.TRELLIS_DRAIN_SECONDS) * 1000,
   };
+}
+
+function optionalMetricsAddr(value: string | undefined): { host: string; port: number } | undefined {
+  if (value === undefined || value === "") return undefined;
+  try {
+    return parseAddr(value);
+  } catch {
+    throw new Error(`--metrics-addr must be HOST:PORT (got ${JSON.stringify(value)})`);
+  }
+}
+
+/** Whole seconds, 0 to 300 (longer would outlast any orchestrator's termination grace). */
+function drainSeconds(value: string | undefined): number {
+  if (value === undefined || value === "") return 0;
+  if (!/^\d{1,3}$/.test(value) || Number(value) > 300) {
+    throw new Error(`--drain-seconds must be a whole number of seconds from 0 to 300 (got ${JSON.stringify(value)})`);
+  }
+  return Number(value);
 }
 
 /** A level pino knows; anything else would make the logger throw at start-up. */

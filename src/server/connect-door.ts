@@ -14,7 +14,8 @@
  */
 import type http from "node:http";
 import type http2 from "node:http2";
-import { Code, ConnectError, type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { CALL_META, callMetaOf } from "../observe/call-meta.js";
 import type { ConnectRouterOptions } from "@connectrpc/connect";
 import {
   compressionBrotli,
@@ -60,7 +61,13 @@ export function createConnectDoor(options: ConnectDoorOptions): ConnectDoor {
     }
     let universal: ReturnType<typeof universalRequestFromNodeRequest>;
     try {
-      universal = universalRequestFromNodeRequest(req, res, undefined, undefined);
+      universal = universalRequestFromNodeRequest(
+        req,
+        res,
+        undefined,
+        // Request id, peer and trace id for the call log, from the dispatcher (call-meta.ts).
+        createContextValues().set(CALL_META, callMetaOf(req)),
+      );
     } catch (err) {
       onFailure(req, res, err);
       return;

@@ -4,6 +4,7 @@
  * and listens on one port. Tests call `startApp` with port 0 and a fresh data directory.
  */
 import http2 from "node:http2";
+import path from "node:path";
 import { create, type DescMethod, isMessage, type Message } from "@bufbuild/protobuf";
 import { type HandlerContext } from "@connectrpc/connect";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
@@ -15,10 +16,10 @@ import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
-import { type ApiError, internal } from "../errors/api-error.js";
+import { type ApiError, CODE_NAMES, internal } from "../errors/api-error.js";
 import { toConnectError } from "../errors/to-connect-error.js";
 import { createServiceContext } from "../services/context.js";
-import { type Db, openDatabase } from "../store/db.js";
+import { databaseFile, type Db, openDatabase } from "../store/db.js";
 import { msSinceLastWriteOutcome, probeStorage, storageWritable, waitForWriteLockAsync } from "../store/group-commit.js";
 import { ensureBuiltInRoles } from "../store/roles.js";
 import { RestHandlerContext } from "../transcode/handler-context.js";
@@ -42,6 +43,9 @@ import { abandonResponse, type ErrorDialect, errorDialectOf, invalidAuthority, w
 import { unknownPathAnswer } from "./unknown-method.js";
 import { apiServices } from "./routes.js";
 import { trellisVersion } from "../version.js";
+import { attachCallMeta, CALL_META, callMetaOf } from "../observe/call-meta.js";
+import { createMetrics } from "../observe/metrics.js";
+import { createOpsEndpoints, listenMetrics } from "../observe/probes.js";
 
 export interface App {
   /** Base URL with the real port, e.g. http://127.0.0.1:8080. */
@@ -51,6 +55,8 @@ export interface App {
   readonly log: Logger;
   /** The token issuer: `iss` and `aud` of our API tokens, minting and verification. */
   readonly issuer: TokenIssuer;
+  /** Where /metrics is served when `metricsAddr` moved it off the API port. */
+  readonly metricsUrl?: string;
   /** Graceful stop: refuse new work, finish in-flight calls, close the database. */
   close(): Promise<void>;
 }
@@ -117,12 +123,18 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
     });
     const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
-    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall });
+    const metrics = createMetrics(db);
+    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics });
     // SERVING while the database can be written (the last write's or probe's outcome) and
     // the server is not shutting down.
     let stopping = false;
     const servingStatus = () =>
       !stopping && storageWritable(db) ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING;
+    // /readyz says the same as gRPC health, with the reason. Migrations need no check here:
+    // openDatabase applied them before anything listens, or start-up failed.
+    const readiness = () => (stopping ? "draining" : storageWritable(db) ? undefined : "database not writable");
+    const onMetricsError = (err: unknown) => log.error({ err }, "metrics could not be collected");
+    const ops = createOpsEndpoints({ readiness, metrics: config.metricsAddr ? undefined : metrics, onMetricsError });
     const shutdown = new AbortController();
 
     // Each implementation is wrapped once; the RPC doors and the REST door call the same
@@ -156,6 +168,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           requestSignal: () => call.signal,
           shutdownSignal: shutdown.signal,
         });
+        context.values.set(CALL_META, callMetaOf(call.nodeRequest));
         try {
           const out = await fn(request, context);
           return (isMessage(out) ? out : create(method.output, out as never)) as Message;
@@ -239,6 +252,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           knownServices,
           (req.method ?? "GET").toUpperCase(),
         );
+        // The dialect is one of four words, the code one of the gRPC names: bounded labels.
+        metrics.recordUnknown(dialect, CODE_NAMES[error.code] ?? "UNKNOWN");
         answerError(req, res, error, dialect);
       },
     });
@@ -251,6 +266,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       foldRepeatedAuthorization(req);
       if (cors?.(req, res)) return;
       if (auth.wellKnown(req, res)) return;
+      // Probes and metrics: no authentication, before any door (src/observe/probes.ts).
+      if (ops(req, res)) return;
       if (req.url === "/version" && req.method === "GET") {
         // The server's version for `trellis version` and operators: public, like the
         // discovery documents (it names the build, nothing about the data).
@@ -292,6 +309,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const listener = await listen(
       (req, res) => {
         try {
+          // First: every answer, even a refusal of the authority, carries the request id.
+          attachCallMeta(req, res);
           // Before any door: every door builds a URL from the authority (authority.ts).
           const authority = authorityOf(req);
           if (!isValidAuthority(authority)) {
@@ -332,6 +351,29 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         });
     }, probeEveryMs);
     prober.unref();
+    let metricsListener: Awaited<ReturnType<typeof listenMetrics>> | undefined;
+    if (config.metricsAddr) {
+      try {
+        metricsListener = await listenMetrics(config.metricsAddr.host, config.metricsAddr.port, metrics, onMetricsError);
+      } catch (err) {
+        // The API port is open already: close it too, or a failed start would leave it bound.
+        clearInterval(prober);
+        await listener.close(0);
+        throw err;
+      }
+    }
+    log.info(
+      {
+        version: trellisVersion(),
+        listen: url,
+        data: path.resolve(databaseFile(config.dataDir)),
+        issuer: issuer.issuer,
+        trustedIdps: trust.identityProviders.map((i) => i.issuer),
+        tls: config.tls !== undefined,
+        metrics: metricsListener ? `${metricsListener.url}/metrics` : `${url}/metrics`,
+      },
+      "trellis started",
+    );
 
     let closing: Promise<void> | undefined;
     return {
@@ -340,13 +382,22 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       port: listener.port,
       log,
       issuer,
+      metricsUrl: metricsListener?.url,
       close() {
         closing ??= (async () => {
+          // Readiness (and gRPC health) fail first, while everything is still answered: a
+          // load balancer polling /readyz stops sending new work during the drain period,
+          // and only then does the listener refuse connections and in-flight calls finish.
           stopping = true;
+          const drainMs = config.drainMs ?? 0;
+          log.info({ drainMs }, "trellis stopping: not ready, draining");
+          if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
           clearInterval(prober);
           await listener.close(overrides.limits?.shutdownGraceMs ?? LIMITS.shutdownGraceMs);
+          await metricsListener?.close();
           shutdown.abort();
           database.close();
+          log.info("trellis stopped");
           log.flush?.();
         })();
         return closing;

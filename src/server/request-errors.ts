@@ -60,13 +60,15 @@ export function invalidAuthority(present: boolean): ApiError {
 /**
  * Writes `error` as the whole response, natively for `dialect`. The response must not have
  * started. Headers set on it before are dropped, except the CORS ones (every answer to an
- * allowed origin carries them): they belong to the answer that failed, and one of them may
- * be why it failed (Node keeps a header it refused to send, and would refuse it again).
+ * allowed origin carries them) and `x-request-id` (every answer carries it; the dispatcher
+ * set it from a checked or generated value, so it cannot be what Node refused): the others
+ * belong to the answer that failed, and one of them may be why it failed (Node keeps a
+ * header it refused to send, and would refuse it again).
  */
 export function writeError(res: Res, dialect: ErrorDialect, error: ConnectError): void {
   const out = res as http.ServerResponse;
   for (const name of out.getHeaderNames()) {
-    if (!name.startsWith("access-control-") && name !== "vary") out.removeHeader(name);
+    if (!name.startsWith("access-control-") && name !== "vary" && name !== "x-request-id") out.removeHeader(name);
   }
   // HTTP/1.1: a writeHead that threw half-way may already have switched the response to
   // chunked framing (a `transfer-encoding` header before the refused one). Node decides the

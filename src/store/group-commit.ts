@@ -77,6 +77,15 @@ export const MAX_BATCH = 256;
 
 const queues = new WeakMap<Db, Queue>();
 
+/**
+ * Process-wide counters of the write path, for the metrics endpoint to read when scraped
+ * (plain numbers: nothing on the write path beyond an addition).
+ * `transactions`/`transactionSeconds`: write transactions that reached COMMIT or failed, and
+ * the time from BEGIN to their end; `busyRetries`: batches put back because another
+ * connection held the write lock; `busyTimeouts`: writes failed because it held it too long.
+ */
+export const storageStats = { transactions: 0, transactionSeconds: 0, busyRetries: 0, busyTimeouts: 0 };
+
 function queueOf(db: Db): Queue {
   let q = queues.get(db);
   if (!q) {
@@ -197,12 +206,14 @@ function flush(db: Db, q: Queue): void {
     const now = performance.now();
     const waiting = refused.filter(({ job, error }) => {
       if (now - job.queuedAt < q.busyWaitMs) return true;
+      storageStats.busyTimeouts++;
       noteOutcome(q, error);
       job.reject(error);
       return false;
     });
     q.jobs.unshift(...waiting.map((r) => r.job));
     if (waiting.length > 0) {
+      storageStats.busyRetries++;
       q.waitingForLock = true;
       const delay = q.retryDelayMs;
       q.retryDelayMs = Math.min(delay * 2, MAX_RETRY_MS);
@@ -229,6 +240,7 @@ function runBatch(db: Db, q: Queue, jobs: readonly Job[]): { job: Job; error: un
     for (const job of jobs) job.reject(closed);
     return [];
   }
+  const startedAt = performance.now();
   /** Jobs whose work is in the open transaction, waiting for its COMMIT. */
   let pending: { job: Job; value: unknown }[] = [];
   const loseTransaction = (error: unknown) => {
@@ -284,11 +296,18 @@ function runBatch(db: Db, q: Queue, jobs: readonly Job[]): { job: Job; error: un
     noteOutcome(q, error);
     rollback(sqlite);
     loseTransaction(error);
+    countTransaction(startedAt);
     return [];
   }
+  countTransaction(startedAt);
   noteOutcome(q);
   for (const p of pending) p.job.resolve(p.value);
   return [];
+}
+
+function countTransaction(startedAt: number): void {
+  storageStats.transactions++;
+  storageStats.transactionSeconds += (performance.now() - startedAt) / 1000;
 }
 
 /**

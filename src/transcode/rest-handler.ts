@@ -49,6 +49,8 @@ export interface RestCall {
   readonly headers: Headers;
   /** Aborted when the client goes away before the response is written. */
   readonly signal: AbortSignal;
+  /** The Node request itself, for what the server attached to it before any door (call-meta). */
+  readonly nodeRequest: Req;
 }
 
 /** Options of createRestHandler; only `services`, `invokeUnary` and `errorDomain` are required. */
@@ -207,6 +209,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         httpMethod,
         url,
         headers: forwardHeaders(req),
+        nodeRequest: req,
         get signal() {
           if (abort === undefined) {
             abort = new AbortController();

@@ -46,6 +46,9 @@ describe("CORS with an allow-list", () => {
     const ok = await fetch(`${t.url}/iam/v2beta1/groups`, { headers: { origin: "https://app.example" } });
     expect(ok.headers.get("access-control-allow-origin")).toBe("https://app.example");
     expect(ok.headers.get("access-control-expose-headers")).toMatch(/Grpc-Status/i);
+    // The request id every answer carries is readable by the browser client.
+    expect(ok.headers.get("access-control-expose-headers")).toMatch(/X-Request-Id/i);
+    expect(ok.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     const other = await fetch(`${t.url}/iam/v2beta1/groups`, { headers: { origin: "https://evil.example" } });
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
     const otherPreflight = await preflight(`${t.url}/iam/v2beta1/groups`, "https://evil.example");

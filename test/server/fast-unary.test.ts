@@ -133,9 +133,13 @@ async function start(dataDir: string, fastUnary: boolean, issuerUrl: string): Pr
   return { app, lines, seen };
 }
 
+/** A request id the server generated (the client sent none, or one it refused): a fresh UUID per request. */
+const GENERATED_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const sameIfGenerated = (id: unknown) => (typeof id === "string" && GENERATED_ID.test(id) ? "<generated>" : id);
+
 function strip(h: http2.IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) if (k !== "date" && v !== undefined) out[k] = v as string | string[];
+  for (const [k, v] of Object.entries(h)) if (k !== "date" && v !== undefined) out[k] = (k === "x-request-id" ? sameIfGenerated(v) : v) as string | string[];
   return out;
 }
 
@@ -190,9 +194,11 @@ function call(
   });
 }
 
-/** The call-log lines a request produced, without what always differs (time, pid, ms). */
+/** The call-log lines a request produced, without what always differs (time, pid, ms, a generated request id). */
 function logSince(server: Server, from: number) {
-  return server.lines.slice(from).map(({ time, pid, hostname, ms, ...rest }) => rest);
+  return server.lines.slice(from).map(({ time, pid, hostname, ms, ...rest }) =>
+    "requestId" in rest ? { ...rest, requestId: sameIfGenerated(rest.requestId) } : rest,
+  );
 }
 
 /** Sends the same request to both servers; expects the same wire result and log; returns it. */

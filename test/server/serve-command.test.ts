@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
+import { parseServeConfig } from "../../src/server/config.js";
 import { databaseFile, openDatabase } from "../../src/store/db.js";
 import { operatorToken } from "../support/auth.js";
 
@@ -177,6 +178,41 @@ describe("trellis serve", () => {
     }
   });
 
+  it("logs one start-up and one shutdown line; --metrics-addr serves /metrics apart; on SIGTERM /readyz fails for --drain-seconds while calls are answered", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-ops-"));
+    try {
+      const running = await startServe(["--addr", "127.0.0.1:0", "--data", dir, "--metrics-addr", "127.0.0.1:0", "--drain-seconds", "1"], {
+        TRELLIS_LOG_LEVEL: "info",
+      });
+      const lineOf = async (msg: string) => {
+        // stderr is written asynchronously: wait for the line rather than for a time.
+        while (!running.stderr.includes(`"msg":"${msg}"`)) {
+          await new Promise((resolve) => running.child.stderr?.once("data", resolve));
+        }
+        return JSON.parse(running.stderr.split("\n").find((l) => l.includes(`"msg":"${msg}"`)) as string);
+      };
+      const started = await lineOf("trellis started");
+      expect(started).toMatchObject({ listen: running.url, data: databaseFile(dir), issuer: running.url, trustedIdps: [], tls: false });
+      expect(started.metrics).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+      expect(started.metrics).not.toContain(running.url);
+      const scraped = await fetch(started.metrics);
+      expect(await scraped.text()).toContain("trellis_calls_total");
+      expect((await fetch(`${running.url}/readyz`)).status).toBe(200);
+
+      running.child.kill("SIGTERM");
+      await lineOf("trellis stopping: not ready, draining");
+      const ready = await fetch(`${running.url}/readyz`);
+      expect([ready.status, await ready.text()]).toEqual([503, '{"status":"not ready","reason":"draining"}']);
+      expect((await fetch(`${running.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${running.url}/version`)).status).toBe(200);
+      expect(await running.exited).toBe(0);
+      expect(running.stderr.match(/"msg":"trellis stopped"/g)).toHaveLength(1);
+      expect(running.stderr.match(/"msg":"trellis started"/g)).toHaveLength(1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("rejects bad flags with a usage message and exit code 2", async () => {
     const child = spawn(process.execPath, [BIN, "serve", "--addr", "nonsense"], { stdio: ["ignore", "pipe", "pipe"] });
     let err = "";
@@ -186,5 +222,17 @@ describe("trellis serve", () => {
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code).toBe(2);
     expect(err).toMatch(/--addr must be HOST:PORT/);
+    // The new flags are checked by the same parser (in-process: one spawn per case is slow).
+    for (const [flag, value, message] of [
+      ["--metrics-addr", "nowhere", /--metrics-addr must be HOST:PORT/],
+      ["--drain-seconds", "1.5", /--drain-seconds must be a whole number of seconds from 0 to 300/],
+      ["--drain-seconds", "301", /--drain-seconds must be a whole number/],
+    ] as const) {
+      expect(() => parseServeConfig([flag, value], {}), `${flag} ${value}`).toThrow(message);
+    }
+    expect(parseServeConfig([], { TRELLIS_METRICS_ADDR: "127.0.0.1:9464", TRELLIS_DRAIN_SECONDS: "5" })).toMatchObject({
+      metricsAddr: { host: "127.0.0.1", port: 9464 },
+      drainMs: 5000,
+    });
   });
 });

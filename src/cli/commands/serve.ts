@@ -25,6 +25,8 @@ interface ServeOptions {
   corsOrigin?: string[];
   issuerUrl?: string;
   config?: string;
+  metricsAddr?: string;
+  drainSeconds?: string;
 }
 
 export function registerServe(program: Command, io: Io): void {
@@ -42,6 +44,8 @@ export function registerServe(program: Command, io: Io): void {
     .option("--cors-origin <origin>", "browser origin allowed by CORS; repeatable [env TRELLIS_CORS_ORIGINS]", collect)
     .option("--issuer-url <url>", "iss and aud of the API tokens this server issues [env TRELLIS_ISSUER_URL, default the listen URL]")
     .option("--config <file>", "trust configuration: identity providers, registry audience (docs/auth.md) [env TRELLIS_CONFIG]")
+    .option("--metrics-addr <host:port>", "serve Prometheus /metrics on this address instead of the API port [env TRELLIS_METRICS_ADDR]")
+    .option("--drain-seconds <n>", "on SIGTERM, fail /readyz this long before refusing connections [env TRELLIS_DRAIN_SECONDS, default 0]")
     .action(async (opts: ServeOptions) => {
       // Loaded on use: the server's modules would slow every client command's start.
       const { LIMITS, parseServeConfig } = await import("../../server/config.js");
@@ -98,6 +102,8 @@ function toArgs(opts: ServeOptions): string[] {
     ["logLevel", "--log-level"],
     ["issuerUrl", "--issuer-url"],
     ["config", "--config"],
+    ["metricsAddr", "--metrics-addr"],
+    ["drainSeconds", "--drain-seconds"],
   ];
   for (const [key, flag] of single) {
     const v = opts[key];

@@ -8,6 +8,7 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { create, type DescMessage, type DescMethod, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { CALL_META, callMetaOf } from "../../observe/call-meta.js";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import {
   createDeadlineSignal,
@@ -313,7 +314,8 @@ export function createLeanContext(
     requestHeader,
     responseHeader: new Headers(responseHeader),
     responseTrailer: new Headers(responseTrailer),
-    values: createContextValues(),
+    // Request id, peer and trace id for the call log, from the dispatcher (call-meta.ts).
+    values: createContextValues().set(CALL_META, callMetaOf(req)),
     abort(reason?: unknown) {
       deadlineSignal?.cleanup();
       controller?.abort(reason);
