@@ -12,6 +12,7 @@ import { registerAuth } from "./commands/auth.js";
 import { registerCompletion } from "./commands/completion.js";
 import { registerIam } from "./commands/iam.js";
 import { registerImport } from "./commands/import.js";
+import { registerKeys } from "./commands/keys.js";
 import { registerRegistry } from "./commands/registry.js";
 import { registerServe } from "./commands/serve.js";
 import { registerVersion } from "./commands/version.js";
@@ -49,6 +50,7 @@ export function buildProgram(io: Io): Command {
   registerRegistry(program, io);
   registerAdvisories(program, io);
   registerImport(program, io);
+  registerKeys(program, io);
   registerCompletion(program, io);
   registerVersion(program, io);
   return program;
