@@ -147,28 +147,37 @@ describe("trellis keys rotate", () => {
       const r = await rest(t.url, "POST", `/iam/v2beta1/groups/${org}`, { name }, auth);
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
-    for (const door of callDoors) {
-      const page = (pageToken: string) => door.call(t.url, opToken, listGroups, { uidp: { childrenOf: org }, pageSize: 1, pageToken });
-      const first = await page("");
-      expect(first.ok).toBe(true);
-      const sealedBefore = String((first as { body: { nextPageToken?: string } }).body.nextPageToken);
+    const page = (door: (typeof callDoors)[number], pageToken: string) =>
+      door.call(t.url, opToken, listGroups, { uidp: { childrenOf: org }, pageSize: 1, pageToken });
+    const next = (out: CallOutcome) => String((out as { body: { nextPageToken?: string } }).body.nextPageToken);
+    // One List chain per door, begun before the rotation (two CLI runs for all doors).
+    const sealedBefore = await Promise.all(
+      callDoors.map(async (door) => {
+        const first = await page(door, "");
+        expect(first, door.name).toMatchObject({ ok: true });
+        return next(first);
+      }),
+    );
 
-      const keys = await keysCli(["rotate", "--only", "page-tokens"]);
-      expect(keys.filter((k) => k.use === "page-token").map((k) => k.status)).toEqual(["active", "retiring"]);
-      const second = await page(sealedBefore);
+    const keys = await keysCli(["rotate", "--only", "page-tokens"]);
+    expect(keys.filter((k) => k.use === "page-token").map((k) => k.status)).toEqual(["active", "retiring"]);
+    const sqlite = new Database(t.dbFile, { readonly: true });
+    let newKey: Uint8Array | undefined;
+    try {
+      newKey = parsePageKeyRing((sqlite.prepare("SELECT value FROM server_keys WHERE name = ?").get(PAGE_KEYS_NAME) as { value: Buffer }).value)?.active;
+    } finally {
+      sqlite.close();
+    }
+    for (const [i, door] of callDoors.entries()) {
+      const second = await page(door, sealedBefore[i] as string);
       expect(second, door.name).toMatchObject({ ok: true });
-      const sealedAfter = String((second as { body: { nextPageToken?: string } }).body.nextPageToken);
-      // Sealed with the new key alone.
-      const sqlite = new Database(t.dbFile, { readonly: true });
-      try {
-        const ring = parsePageKeyRing((sqlite.prepare("SELECT value FROM server_keys WHERE name = ?").get(PAGE_KEYS_NAME) as { value: Buffer }).value);
-        expect(createPageTokenCodec(ring?.active as Uint8Array).decode(sealedAfter, Date.now() + offset).kind, door.name).toBe("ok");
-      } finally {
-        sqlite.close();
-      }
+      // The next page's token is sealed with the new key alone.
+      expect(createPageTokenCodec(newKey as Uint8Array).decode(next(second), Date.now() + offset).kind, door.name).toBe("ok");
+    }
 
-      await keysCli(["rotate", "--only", "page-tokens", "--drop-previous"]);
-      expect(await page(sealedBefore), door.name).toMatchObject({ ok: false, code: 3 });
+    await keysCli(["rotate", "--only", "page-tokens", "--drop-previous"]);
+    for (const [i, door] of callDoors.entries()) {
+      expect(await page(door, sealedBefore[i] as string), door.name).toMatchObject({ ok: false, code: 3 });
     }
   });
 
