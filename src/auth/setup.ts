@@ -10,12 +10,11 @@ import { createAuthenticationHook } from "./authenticate.js";
 import { createAuthorizationHook } from "./authorize.js";
 import { buildPlans } from "./iam-plan.js";
 import { normalizeIssuerUrl, saveIssuerSettings } from "./issuer-settings.js";
-import { loadOrCreateSigningKeys, loadSigningKeys, type SigningKeySet } from "./signing-keys.js";
+import { sharedValuesFor } from "../store/shared-values.js";
+import { parseRevocations, REVOCATIONS_NAME } from "../store/token-revocations.js";
+import { loadOrCreateSigningKeys, parseSigningKeySet, SIGNING_KEYS_NAME } from "./signing-keys.js";
 import { createTokenIssuer, type TokenIssuer } from "./tokens.js";
 import { createWellKnownHandler, type UserIdpLink } from "./well-known.js";
-
-/** At most one key reload per this many ms when tokens name unknown kids (no DB hammering). */
-const KEY_RELOAD_COOLDOWN_MS = 10_000;
 
 export interface AuthOptions {
   readonly db: Db;
@@ -27,8 +26,28 @@ export interface AuthOptions {
 
 export function createAuth(options: AuthOptions) {
   const { db, now } = options;
-  let keys: SigningKeySet = loadOrCreateSigningKeys(db, now());
-  let lastReload = 0;
+  // Created here on first start; afterwards read through the shared-values watcher, so a
+  // rotation by `trellis keys rotate` or another process signs and verifies from the next
+  // call on, and a revocation made anywhere on this database fails the token at once.
+  // Both rows behind one watcher, so a verification pays for one change check, not two.
+  const first = loadOrCreateSigningKeys(db, now());
+  // A revocation leaves the key set object as it was (tokens.ts restarts its cache on a new one).
+  let signingBytes: Buffer | undefined;
+  let signingSet = first;
+  const watched = sharedValuesFor(db).watch([SIGNING_KEYS_NAME, REVOCATIONS_NAME], ([signing, revoked]) => {
+    if (signing !== undefined && !(signingBytes !== undefined && signing.equals(signingBytes))) {
+      signingSet = parseSigningKeySet(signing) ?? first;
+      signingBytes = signing;
+    }
+    return { keys: signingSet, revocations: parseRevocations(revoked) };
+  });
+  let seen = watched();
+  const keys = () => {
+    seen = watched();
+    return seen.keys;
+  };
+  // tokens.ts reads the revocations right after keys() in the same synchronous step.
+  const revocations = () => seen.revocations;
   let issuer: TokenIssuer | undefined;
   const plans = buildPlans(options.services);
   const current = () => {
@@ -51,12 +70,8 @@ export function createAuth(options: AuthOptions) {
       issuer = createTokenIssuer({
         issuer: url,
         audience: url,
-        keys: () => keys,
-        reloadKeys: () => {
-          if (now() - lastReload < KEY_RELOAD_COOLDOWN_MS) return;
-          lastReload = now();
-          keys = loadSigningKeys(db) ?? keys;
-        },
+        keys,
+        revocations,
         now,
       });
       return issuer;

@@ -6,8 +6,10 @@
  * Stored as one JSON document under the server_keys name `token_signing_keys` (no schema
  * change): `{"keys":[{"kid","privateJwk","createTime"}...]}`, newest last. The newest key
  * signs; every key listed verifies, so a rotation keeps tokens signed by the previous key
- * valid until they expire, and `pruneSigningKeys` drops keys retired longer than the longest
- * token lifetime.
+ * valid until they expire. A key stops signing when its successor is created and retires
+ * SIGNING_KEY_RETENTION_MS later, when every token it signed has expired (every minting path
+ * stays within MAX_API_TOKEN_TTL_S, token-lifetime.ts): from then on it neither verifies nor
+ * appears in the JWKS, and the next rotation removes it from the database.
  *
  * Key generation uses node:crypto synchronously because the read-create runs inside one
  * BEGIN IMMEDIATE transaction (two processes starting at once agree on one key).
@@ -16,8 +18,17 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from "node:crypto";
 import type { Db } from "../store/db.js";
 import { readServerValue, updateServerValue } from "../store/server-keys.js";
+import { CLOCK_TOLERANCE_S, MAX_API_TOKEN_TTL_S } from "./token-lifetime.js";
 
-const KEYS_NAME = "token_signing_keys";
+export const SIGNING_KEYS_NAME = "token_signing_keys";
+const KEYS_NAME = SIGNING_KEYS_NAME;
+
+/**
+ * How long a key keeps verifying after it stops signing: the longest lifetime of anything
+ * it signed (MAX_API_TOKEN_TTL_S) plus the clock tolerance
+ * verification allows past `exp`.
+ */
+export const SIGNING_KEY_RETENTION_MS = (MAX_API_TOKEN_TTL_S + CLOCK_TOLERANCE_S) * 1000;
 
 /** One stored key pair. */
 interface StoredKey {
@@ -31,6 +42,8 @@ interface StoredKey {
 export interface SigningKey {
   readonly kid: string;
   readonly createTime: number;
+  /** When it stops verifying (ms): its successor's createTime + retention; absent on the active key. */
+  readonly retireTime?: number;
   readonly privateKey: KeyObject;
   readonly publicJwk: { kty: string; crv: string; x: string; y: string; kid: string; alg: "ES256"; use: "sig" };
 }
@@ -63,20 +76,37 @@ function thumbprint(jwk: JsonWebKey): string {
   return createHash("sha256").update(canonical).digest("base64url");
 }
 
-function toSigningKey(k: StoredKey): SigningKey {
+function toSigningKey(k: StoredKey, retireTime: number | undefined): SigningKey {
   const privateKey = createPrivateKey({ key: k.privateJwk, format: "jwk" });
   const pub = createPublicKey(privateKey).export({ format: "jwk" });
   return {
     kid: k.kid,
     createTime: k.createTime,
+    ...(retireTime === undefined ? {} : { retireTime }),
     privateKey,
     publicJwk: { kty: "EC", crv: "P-256", x: pub.x as string, y: pub.y as string, kid: k.kid, alg: "ES256", use: "sig" },
   };
 }
 
 function toSet(keys: readonly StoredKey[]): SigningKeySet {
-  const all = [...keys].sort((a, b) => b.createTime - a.createTime).map(toSigningKey);
+  const sorted = [...keys].sort((a, b) => b.createTime - a.createTime);
+  // Newest first: each key retires a retention after the key before it in this order was made.
+  const all = sorted.map((k, i) => {
+    const successor = sorted[i - 1];
+    return toSigningKey(k, successor === undefined ? undefined : successor.createTime + SIGNING_KEY_RETENTION_MS);
+  });
   return { active: all[0] as SigningKey, all };
+}
+
+/** The keys of `set` that still verify at `now` (ms): the active one and those not yet retired. */
+export function verifyingKeys(set: SigningKeySet, now: number): SigningKey[] {
+  return set.all.filter((k) => k.retireTime === undefined || k.retireTime > now);
+}
+
+/** Parses the stored row (for the shared-values watcher); undefined when there is no key yet. */
+export function parseSigningKeySet(value: Buffer | undefined): SigningKeySet | undefined {
+  const keys = parse(value);
+  return keys.length > 0 ? toSet(keys) : undefined;
 }
 
 /** The stored keys, creating the first one if there is none (one transaction). */
@@ -95,15 +125,17 @@ export function loadSigningKeys(db: Db): SigningKeySet | undefined {
 
 /**
  * Adds a new signing key (it signs from now on) and drops keys that stopped signing more
- * than `retainMs` ago: tokens they signed have all expired by then.
+ * than `retainMs` ago (default SIGNING_KEY_RETENTION_MS: tokens they signed have all expired
+ * by then). `retainMs` 0 drops every older key at once: for a key that leaked, at the price
+ * of every token it signed.
  */
-export function rotateSigningKey(db: Db, now: number, retainMs: number): SigningKeySet {
+export function rotateSigningKey(db: Db, now: number, retainMs: number = SIGNING_KEY_RETENTION_MS): SigningKeySet {
   const stored = updateServerValue(db, KEYS_NAME, now, (current) => {
     const next = [...parse(current), generate(now)].sort((a, b) => a.createTime - b.createTime);
-    // A key retires when its successor is created.
+    // A key stops signing when its successor is created and is kept for `retainMs` after.
     const kept = next.filter((_key, i) => {
       const successor = next[i + 1];
-      return successor === undefined || now - successor.createTime <= retainMs;
+      return successor === undefined || now - successor.createTime < retainMs;
     });
     return serialize(kept);
   });

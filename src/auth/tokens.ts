@@ -15,20 +15,26 @@
  *
  * Verified tokens are cached by their exact string until they expire (bounded, oldest
  * evicted first), so a repeated token costs one Map lookup. The cache holds claims only; it
- * is no authorization cache (decisions are re-made on every call).
+ * is no authorization cache (decisions are re-made on every call), and the revocation list
+ * is consulted on every call, cache hit or not, so a revoked token fails at once.
+ *
+ * Only keys that still verify at the current time are used (signing-keys.ts: a key retires
+ * once every token it signed has expired), so a retired key, leaked or not, signs nothing
+ * this server accepts, and the JWKS stops publishing it.
  */
 import { randomUUID } from "node:crypto";
 import { createLocalJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
 import { ApiError, GrpcCode } from "../errors/api-error.js";
-import type { SigningKeySet } from "./signing-keys.js";
+import type { RevocationList } from "../store/token-revocations.js";
+import { type SigningKeySet, verifyingKeys } from "./signing-keys.js";
+import { CLOCK_TOLERANCE_S } from "./token-lifetime.js";
 import { limitsFromClaims, type TokenLimits } from "./token-limits.js";
 
 /** The JWT `typ` header of our API tokens (RFC 9068): an IdP ID token is never one. */
 export const API_TOKEN_TYPE = "at+jwt";
 /** Claim set only on operator tokens; only a holder of our signing key can make one. */
 export const OPERATOR_CLAIM = "trellis_operator";
-/** Tolerated clock skew when checking exp/iat (seconds). */
-export const CLOCK_TOLERANCE_S = 30;
+export { CLOCK_TOLERANCE_S };
 
 /**
  * True when `iat` lies further in the future than the clock skew allows. jose checks `exp`
@@ -50,6 +56,10 @@ export interface Caller {
   readonly operator: boolean;
   /** Expiry, seconds since the epoch. */
   readonly exp: number;
+  /** Issue time, seconds since the epoch (revoking every token of a subject compares it). */
+  readonly iat: number;
+  /** The token's id, to revoke this one token; absent only on tokens made elsewhere. */
+  readonly jti?: string;
   /** The down-scoping the token carries (token-limits.ts); undefined when it has none. */
   readonly limits?: TokenLimits;
 }
@@ -77,10 +87,16 @@ export interface TokenIssuer {
 export interface TokenIssuerOptions {
   readonly issuer: string;
   readonly audience: string;
-  /** Current key set; called per mint/verify so a reload (rotation) is seen. */
+  /**
+   * Current key set; called per mint/verify so a rotation is seen (the server's reads the
+   * database again whenever another process changed it, src/auth/setup.ts).
+   */
   readonly keys: () => SigningKeySet;
-  /** Called once when a token names a kid we do not know, to pick up a rotation by another process. */
-  readonly reloadKeys?: () => void;
+  /**
+   * The revocations in force; called on every verification, right after `keys()` in the same
+   * synchronous step (so both may come from one change check), and must be cheap.
+   */
+  readonly revocations?: () => RevocationList;
   readonly now: () => number;
 }
 
@@ -94,12 +110,17 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
   const cache = new Map<string, Caller>();
   let jwksFor: SigningKeySet | undefined;
   let localSet: ReturnType<typeof createLocalJWKSet> | undefined;
+  // The earliest retirement among the keys in localSet: past it, the set is rebuilt without that key.
+  let nextRetire = Number.POSITIVE_INFINITY;
 
   const keySet = () => {
     const current = options.keys();
-    if (current !== jwksFor) {
+    const t = now();
+    if (current !== jwksFor || t >= nextRetire) {
       jwksFor = current;
-      localSet = createLocalJWKSet({ keys: current.all.map((k) => ({ ...k.publicJwk })) });
+      const keys = verifyingKeys(current, t);
+      nextRetire = Math.min(...keys.map((k) => k.retireTime ?? Number.POSITIVE_INFINITY));
+      localSet = createLocalJWKSet({ keys: keys.map((k) => ({ ...k.publicJwk })) });
     }
     return localSet as ReturnType<typeof createLocalJWKSet>;
   };
@@ -117,13 +138,7 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
       });
     let payload: JWTPayload;
     try {
-      try {
-        ({ payload } = await verifyOnce());
-      } catch (err) {
-        if (!(err instanceof joseErrors.JWKSNoMatchingKey) || !options.reloadKeys) throw err;
-        options.reloadKeys();
-        ({ payload } = await verifyOnce());
-      }
+      ({ payload } = await verifyOnce());
     } catch (err) {
       throw toUnauthenticated(err);
     }
@@ -135,10 +150,30 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
     // Only exchanged tokens are down-scoped; an operator token never is, and one claiming both
     // is not a token this server made.
     if (operator && limits) throw tokenRejected("TOKEN_INVALID", "an operator token cannot be down-scoped");
-    return limits
-      ? { subject: payload.sub, operator, exp: payload.exp as number, limits }
-      : { subject: payload.sub, operator, exp: payload.exp as number };
+    const base = { subject: payload.sub, operator, exp: payload.exp as number, iat: payload.iat as number };
+    const withJti = typeof payload.jti === "string" ? { ...base, jti: payload.jti } : base;
+    return limits ? { ...withJti, limits } : withJti;
   }
+
+  const notRevoked = (caller: Caller): Caller => {
+    if (options.revocations?.().isRevoked(caller)) throw tokenRejected("TOKEN_REVOKED", "the token has been revoked");
+    return caller;
+  };
+
+  // The cache holds tokens verified with the key set of its time; when the set changes (a
+  // rotation that dropped a key at once, a key retiring) it starts over, so no token signed
+  // by a key that no longer verifies is served from it.
+  let cachedUnder: SigningKeySet | undefined;
+  let cachedUntil = Number.POSITIVE_INFINITY;
+  const checkCacheKeys = () => {
+    const current = options.keys();
+    const t = now();
+    if (current !== cachedUnder || t >= cachedUntil) {
+      cache.clear();
+      cachedUnder = current;
+      cachedUntil = Math.min(...verifyingKeys(current, t).map((k) => k.retireTime ?? Number.POSITIVE_INFINITY));
+    }
+  };
 
   return {
     issuer,
@@ -161,23 +196,26 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
     },
 
     async verify(token) {
+      checkCacheKeys();
       const hit = cache.get(token);
       if (hit !== undefined) {
-        if (hit.exp + CLOCK_TOLERANCE_S > now() / 1000) return hit;
+        if (hit.exp + CLOCK_TOLERANCE_S > now() / 1000) return notRevoked(hit);
         cache.delete(token);
       }
+      const under = cachedUnder;
       const caller = await verifyUncached(token);
       if (cache.size >= VERIFIED_CACHE_SIZE) {
         // Oldest insertion first: Map iterates in insertion order.
         const oldest = cache.keys().next().value;
         if (oldest !== undefined) cache.delete(oldest);
       }
-      cache.set(token, caller);
-      return caller;
+      // Not if the key set changed while this verification awaited (the cache was restarted).
+      if (cachedUnder === under) cache.set(token, caller);
+      return notRevoked(caller);
     },
 
     jwks() {
-      return { keys: options.keys().all.map((k) => ({ ...k.publicJwk })) };
+      return { keys: verifyingKeys(options.keys(), now()).map((k) => ({ ...k.publicJwk })) };
     },
   };
 }

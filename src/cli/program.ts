@@ -13,6 +13,7 @@ import { registerBackup, registerRestore } from "./commands/backup.js";
 import { registerCompletion } from "./commands/completion.js";
 import { registerIam } from "./commands/iam.js";
 import { registerImport } from "./commands/import.js";
+import { registerKeys } from "./commands/keys.js";
 import { registerRegistry } from "./commands/registry.js";
 import { registerServe } from "./commands/serve.js";
 import { registerVersion } from "./commands/version.js";
@@ -55,6 +56,7 @@ export function buildProgram(io: Io): Command {
   registerImport(program, io);
   registerBackup(program, io);
   registerRestore(program, io);
+  registerKeys(program, io);
   registerCompletion(program, io);
   registerVersion(program, io);
   return program;

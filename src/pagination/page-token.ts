@@ -3,8 +3,10 @@
  *
  * A token is AES-256-GCM authenticated encryption (node:crypto) of a small JSON state, so it
  * is both unreadable (AIP-158: base64 is not obfuscation) and unforgeable: any change to a
- * byte fails the GCM tag. The key lives in the database (server_keys), so tokens survive a
- * restart and work across processes sharing the database.
+ * byte fails the GCM tag. The keys live in the database (server_keys, page-keys.ts), so
+ * tokens survive a restart and work across processes sharing the database; after a rotation
+ * the newest key seals and every kept key still opens, so a List being paged through when
+ * the key changes carries on.
  *
  * Layout: base64url( version:1 | iv:12 | ciphertext | tag:16 ).
  */
@@ -60,13 +62,24 @@ export interface PageTokenCodec {
   decode(token: string, now: number): DecodedToken;
 }
 
-/** @param key 32 secret bytes */
-export function createPageTokenCodec(key: Uint8Array): PageTokenCodec {
-  if (key.length !== 32) throw new Error("page-token key must be 32 bytes");
+/** The keys a codec uses: `active` seals new tokens, each of `all` (newest first) opens. */
+export interface PageTokenKeys {
+  readonly active: Uint8Array;
+  readonly all: readonly Uint8Array[];
+}
+
+/**
+ * @param keys 32 secret bytes, or a reader of the current keys (called per token, so a
+ *   rotation seen by the reader applies from the next token on)
+ */
+export function createPageTokenCodec(keys: Uint8Array | (() => PageTokenKeys)): PageTokenCodec {
+  const fixed = keys instanceof Uint8Array ? { active: keys, all: [keys] } : undefined;
+  const ring = fixed ? () => fixed : (keys as () => PageTokenKeys);
+  if (fixed && fixed.active.length !== 32) throw new Error("page-token key must be 32 bytes");
   return {
     encode(state) {
       const iv = nextIv();
-      const cipher = createCipheriv("aes-256-gcm", key, iv);
+      const cipher = createCipheriv("aes-256-gcm", ring().active, iv);
       const body = cipher.update(JSON.stringify(compact(state)), "utf8");
       cipher.final(); // GCM is a stream mode: final() adds no bytes, it computes the tag
       return Buffer.concat([VERSION_BYTE, iv, body, cipher.getAuthTag()]).toString("base64url");
@@ -75,11 +88,22 @@ export function createPageTokenCodec(key: Uint8Array): PageTokenCodec {
       if (!/^[A-Za-z0-9_-]{30,2048}$/.test(token)) return { kind: "invalid" };
       const raw = Buffer.from(token, "base64url");
       if (raw.length < 1 + 12 + 16 + 2 || raw[0] !== VERSION) return { kind: "invalid" };
+      let text: string | undefined;
+      // Newest key first: nearly every token is sealed with it; an older one only opens
+      // tokens issued before a rotation, and a forged token fails the tag under every key.
+      for (const key of ring().all) {
+        try {
+          const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(1, 13));
+          decipher.setAuthTag(raw.subarray(raw.length - 16));
+          text = Buffer.concat([decipher.update(raw.subarray(13, raw.length - 16)), decipher.final()]).toString("utf8");
+          break;
+        } catch {
+          // not sealed with this key
+        }
+      }
+      if (text === undefined) return { kind: "invalid" };
       let state: PageState | undefined;
       try {
-        const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(1, 13));
-        decipher.setAuthTag(raw.subarray(raw.length - 16));
-        const text = Buffer.concat([decipher.update(raw.subarray(13, raw.length - 16)), decipher.final()]).toString("utf8");
         state = expand(JSON.parse(text));
       } catch {
         return { kind: "invalid" };

@@ -21,10 +21,12 @@ import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/rep
 import { TagsService } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import { AdvisoriesService } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { InvitesService } from "../../gen/trellis/iam/v1/invites_pb.js";
+import { TokensService } from "../../gen/trellis/iam/v1/tokens_pb.js";
 import type { ServiceContext } from "../services/context.js";
 import { createAccountAssociationsService } from "../services/iam/account-associations.js";
 import { createGroupInvitesService } from "../services/iam/group-invites.js";
 import { createInviteRedemptionService } from "../services/iam/invite-redemption.js";
+import { createTokenRevocationService } from "../services/iam/token-revocation.js";
 import { createGroupsService } from "../services/iam/groups.js";
 import { createIdentitiesService } from "../services/iam/identities.js";
 import { createIdentityProvidersService } from "../services/iam/identity-providers.js";
@@ -73,5 +75,7 @@ export function apiServices(ctx: ServiceContext, overrides: ServiceOverrides = {
     entry(SecurityTokenService, overrides.securityTokenService ?? {}), // src/auth/exchange.ts
     // Trellis's own: redeeming group invites (not in the published surface)
     entry(InvitesService, createInviteRedemptionService(ctx)),
+    // Trellis's own: revoking API tokens before they expire
+    entry(TokensService, createTokenRevocationService(ctx)),
   ];
 }

@@ -3,6 +3,7 @@
  * src/server/create-app.ts through `createServiceContext` (tests build it with their own
  * database and clock; the benchmark's grpc-js peer in bench/ builds it the same way).
  */
+import { loadOrCreatePageKeys, PAGE_KEYS_NAME, parsePageKeyRing } from "../pagination/page-keys.js";
 import { createPageTokenCodec, type PageTokenCodec } from "../pagination/page-token.js";
 import { type AccountAssociationsRepository, createAccountAssociationsRepository } from "../store/account-associations.js";
 import { type AdvisoriesRepository, createAdvisoriesRepository } from "../store/advisories.js";
@@ -20,7 +21,8 @@ import { createReposRepository, type ReposRepository } from "../store/repos.js";
 import { createRoleBindingsRepository, type RoleBindingsRepository } from "../store/role-bindings.js";
 import { createRolesRepository, type RolesRepository } from "../store/roles.js";
 import { createScimCredentialsRepository, type ScimCredentialsRepository } from "../store/scim-credentials.js";
-import { getOrCreateSecret } from "../store/server-keys.js";
+import { sharedValuesFor } from "../store/shared-values.js";
+import { createTokenRevocationsRepository, type TokenRevocationsRepository } from "../store/token-revocations.js";
 import { createTagsRepository, type TagsRepository } from "../store/tags.js";
 
 export interface ServiceContext {
@@ -43,12 +45,17 @@ export interface ServiceContext {
     readonly registrySettings: RegistrySettingsRepository;
     readonly eolTags: EolTagsRepository;
     readonly advisories: AdvisoriesRepository;
+    readonly tokenRevocations: TokenRevocationsRepository;
   };
   readonly pageTokens: PageTokenCodec;
 }
 
 /** The repositories over `db` and the page-token codec keyed by the database's own secret. */
 export function createServiceContext(db: Db, now: () => number): ServiceContext {
+  // Read through the shared-values watcher: a rotation by `trellis keys rotate` (another
+  // process) seals new tokens with the new key from the next List on, without a restart.
+  const firstPageKeys = loadOrCreatePageKeys(db, now());
+  const watchedPageKeys = sharedValuesFor(db).watch([PAGE_KEYS_NAME], ([value]) => parsePageKeyRing(value));
   return {
     now,
     store: {
@@ -68,7 +75,8 @@ export function createServiceContext(db: Db, now: () => number): ServiceContext 
       registrySettings: createRegistrySettingsRepository(db),
       eolTags: createEolTagsRepository(db),
       advisories: createAdvisoriesRepository(db),
+      tokenRevocations: createTokenRevocationsRepository(db),
     },
-    pageTokens: createPageTokenCodec(getOrCreateSecret(db, "page_token_key", 32)),
+    pageTokens: createPageTokenCodec(() => watchedPageKeys() ?? firstPageKeys),
   };
 }

@@ -25,6 +25,7 @@ import { apiToken, tokenForAudience } from "../login/session.js";
 import { resolveFormat } from "../output.js";
 import { cacheFile, isFresh, readLogin, removeLogin, writeLogin } from "../token-cache.js";
 import { stringify as toYaml } from "yaml";
+import { MAX_API_TOKEN_TTL_S } from "../../auth/token-lifetime.js";
 
 interface LoginOptions {
   device?: boolean;
@@ -182,16 +183,17 @@ export function registerAuth(program: Command, io: Io): void {
 }
 
 /**
- * The longest an operator token may live: it owns everything and cannot be revoked short of
- * rotating the server's signing key, so a leaked one must expire soon.
+ * The longest an operator token may live: it owns everything, so a leaked one must expire
+ * soon even if nobody notices to revoke it. Key rotation keeps an old key exactly this long
+ * (src/auth/token-lifetime.ts), so the two must stay one constant.
  */
-export const MAX_LOCAL_TOKEN_TTL_S = 24 * 60 * 60;
+export const MAX_LOCAL_TOKEN_TTL_S = MAX_API_TOKEN_TTL_S;
 
 function localTtl(value: string): number {
   const seconds = positiveInt(value);
   if (seconds > MAX_LOCAL_TOKEN_TTL_S) {
     throw new InvalidArgumentError(
-      `at most ${MAX_LOCAL_TOKEN_TTL_S} seconds (24 hours): an operator token owns everything and cannot be revoked; mint a new one when it expires`,
+      `at most ${MAX_LOCAL_TOKEN_TTL_S} seconds (24 hours): an operator token owns everything, so it must expire soon; mint a new one when it expires`,
     );
   }
   return seconds;

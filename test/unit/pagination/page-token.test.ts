@@ -1,6 +1,7 @@
 /**
  * The page-token codec on its own: tokens round-trip, no two share an IV (also across a refill
- * of the IV pool), and any changed byte makes a token invalid.
+ * of the IV pool), any changed byte makes a token invalid, and a key ring (rotation) opens
+ * tokens of every key it holds while sealing with the newest.
  */
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
@@ -37,5 +38,20 @@ describe("page-token codec", () => {
       expect(codec.decode(bad.toString("base64url"), NOW).kind, `byte ${i}`).toBe("invalid");
     }
     expect(createPageTokenCodec(randomBytes(32)).decode(raw.toString("base64url"), NOW).kind).toBe("invalid");
+  });
+
+  it("with a key ring: the newest key seals, every key in the ring opens, a dropped key's tokens are invalid", () => {
+    const oldKey = randomBytes(32);
+    const newKey = randomBytes(32);
+    const sealedOld = createPageTokenCodec(oldKey).encode(state(1));
+    let ring = { active: newKey, all: [newKey, oldKey] };
+    const rotating = createPageTokenCodec(() => ring);
+    expect(rotating.decode(sealedOld, NOW)).toEqual({ kind: "ok", state: state(1) });
+    const sealedNew = rotating.encode(state(2));
+    expect(createPageTokenCodec(newKey).decode(sealedNew, NOW).kind).toBe("ok");
+    expect(createPageTokenCodec(oldKey).decode(sealedNew, NOW).kind).toBe("invalid");
+    ring = { active: newKey, all: [newKey] };
+    expect(rotating.decode(sealedOld, NOW).kind).toBe("invalid");
+    expect(rotating.decode(sealedNew, NOW).kind).toBe("ok");
   });
 });

@@ -1,0 +1,14 @@
+/**
+ * The bounds every API token this server issues lives within. Key rotation depends on them:
+ * an old signing key is kept (and published) exactly as long as a token it signed can still
+ * be valid, and a token revocation is remembered exactly as long as the token could be
+ * presented. Every minting path stays inside MAX_API_TOKEN_TTL_S: an exchanged or refreshed
+ * token lasts one hour (exchange.ts), a local operator token at most 24 hours (the CLI
+ * refuses more).
+ */
+
+/** Tolerated clock skew when checking exp/iat (seconds). */
+export const CLOCK_TOLERANCE_S = 30;
+
+/** The longest lifetime of any API token issued through Trellis's own paths (seconds). */
+export const MAX_API_TOKEN_TTL_S = 24 * 60 * 60;
