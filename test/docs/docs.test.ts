@@ -169,6 +169,11 @@ for (const doc of DOCS) {
         DOCS_ROOT: ROOT,
         TRELLIS_API: t.url,
       };
+      // The runtime the suite itself runs on goes to the blocks too: on the Node 24 run
+      // (scripts/test-node24.sh) these load better-sqlite3's build for that Node.
+      for (const name of ["NODE_OPTIONS", "TRELLIS_TEST_SQLITE_ADDON"]) {
+        if (process.env[name] !== undefined) env[name] = process.env[name];
+      }
       const substitute = (text: string) => text.replaceAll("127.0.0.1:8080", url.host).replace(/\bnpm start\b/g, ":");
       for (const block of parsed.blocks.filter((b: ShellBlock) => b.skip === undefined)) {
         const out = await runScript(PREAMBLE + toScript(substitute(block.text)), work, env);
