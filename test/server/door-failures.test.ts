@@ -226,15 +226,20 @@ for (const fastUnary of [true, false]) {
       it(`every shape the URL parser refuses is refused, and well-formed ones are served (${mode})`, async () => {
         const connect = DOORS.find((d) => d.name === "Connect over HTTP/1.1") as Door;
         const grpc = DOORS.find((d) => d.name === "gRPC over HTTP/2") as Door;
-        const bad = ["%zz", "a.09", "1.2.3.999", "host:99999", "xn--zz", "[::1", "a@b", "a/b", "a?b", "a#b", "a\\b", "", "h".repeat(400)];
+        // "xn--zz" (a label that is not valid punycode) is refused only where the runtime's URL
+        // parser refuses it: Node 20's does, Node 24's does not. Either way no door throws.
+        const urlRefusesPunycode = !URL.canParse("http://xn--zz/");
+        const bad = ["%zz", "a.09", "1.2.3.999", "host:99999", ...(urlRefusesPunycode ? ["xn--zz"] : []), "[::1", "a@b", "a/b", "a?b", "a#b", "a\\b", "", "h".repeat(400)];
         for (const authority of bad) {
           for (const door of [connect, grpc]) {
             const before = snapshotDb(t.dbFile);
             const res = await send(t, door, door.request(t.token, "bad shape"), authority);
             // nghttp2 itself resets a stream whose :authority holds characters outside the
             // RFC 3986 authority set (or none at all) before Node sees the request.
-            if (door.h2 && /^$|[/?#\\]/.test(authority)) {
+            // The nghttp2 of Node 24 also resets one holding userinfo ('@'); Node 20's passes it on.
+            if (door.h2 && (/^$|[/?#\\]/.test(authority) || (authority.includes("@") && res.status === 0))) {
               expect(res.status, JSON.stringify(authority)).toBe(0);
+              expect(snapshotDb(t.dbFile)).toBe(before);
               continue;
             }
             const error = errorOf(door.dialect, res);
@@ -242,7 +247,7 @@ for (const fastUnary of [true, false]) {
             expect(snapshotDb(t.dbFile)).toBe(before);
           }
         }
-        const good = ["localhost", "127.0.0.1:1", "[::1]:8080", "example.com.", "Example.COM:443", "a_b-c~d"];
+        const good = ["localhost", "127.0.0.1:1", "[::1]:8080", "example.com.", "Example.COM:443", "a_b-c~d", ...(urlRefusesPunycode ? [] : ["xn--zz"])];
         for (const [i, authority] of good.entries()) {
           const res = await send(t, connect, connect.request(t.token, `good host ${fastUnary ? "f" : "s"}${i}`), authority);
           expect(res.status, authority).toBe(200);
