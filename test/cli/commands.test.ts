@@ -13,7 +13,7 @@ import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
+import { type CliResult, type CliRunner, cliRunner, jsonOut } from "../support/cli.js";
 import { rpcTransports } from "../support/transports.js";
 
 const UID = /^[0-9a-f]{40}(\/[0-9a-f]{16})*$/;
@@ -40,7 +40,7 @@ async function ok(args: string[]): Promise<CliResult> {
   expect(r.code, `trellis ${args.join(" ")}: ${r.stderr}`).toBe(0);
   return r;
 }
-const json = (r: CliResult) => JSON.parse(r.stdout);
+const json = jsonOut;
 
 describe("trellis iam (subprocess against a real server)", () => {
   let org: { uid: string; name: string };

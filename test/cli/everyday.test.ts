@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
+import { type CliRunner, cliRunner, jsonOut, runOk } from "../support/cli.js";
 import { rest } from "../support/rest.js";
 
 const execFileAsync = promisify(execFile);
@@ -27,12 +27,8 @@ afterAll(async () => {
   await t.close();
 });
 
-async function ok(args: string[]): Promise<CliResult> {
-  const r = await cli.run(args);
-  expect(r.code, `trellis ${args.join(" ")}: ${r.stderr}`).toBe(0);
-  return r;
-}
-const json = (r: CliResult) => JSON.parse(r.stdout);
+const ok = (args: string[]) => runOk(cli, args);
+const json = jsonOut;
 
 describe("capabilities by their published names", () => {
   it("`iam capabilities list` prints the published names with descriptions; roles create takes them", async () => {

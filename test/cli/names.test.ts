@@ -8,7 +8,7 @@
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { type CliResult, type CliRunner, cliRunner } from "../support/cli.js";
+import { type CliRunner, cliRunner, jsonOut, runOk } from "../support/cli.js";
 
 const NDJSON = path.resolve("test/fixtures/import/registry.ndjson");
 
@@ -23,12 +23,8 @@ afterAll(async () => {
   await t.close();
 });
 
-async function ok(args: string[]): Promise<CliResult> {
-  const r = await cli.run(args);
-  expect(r.code, `trellis ${args.join(" ")}: ${r.stderr}`).toBe(0);
-  return r;
-}
-const json = (r: CliResult) => JSON.parse(r.stdout);
+const ok = (args: string[]) => runOk(cli, args);
+const json = jsonOut;
 
 describe("names wherever a resource is named", () => {
   it("identities: get, update and delete by name; --group narrows an ambiguous name", async () => {

@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { expect } from "vitest";
 import { BIN } from "./serve.js";
 
 export interface CliResult {
@@ -78,3 +79,13 @@ export function cliRunner(api: string, env: NodeJS.ProcessEnv = {}): CliRunner {
     cleanup: () => fs.rmSync(configHome, { recursive: true, force: true }),
   };
 }
+
+/** Runs `trellis args` and asserts it exited 0 (the message names the command and its stderr). */
+export async function runOk(cli: CliRunner, args: readonly string[]): Promise<CliResult> {
+  const r = await cli.run(args);
+  expect(r.code, `trellis ${args.join(" ")}: ${r.stderr}`).toBe(0);
+  return r;
+}
+
+/** The command's stdout as JSON (for `-o json`). */
+export const jsonOut = (r: CliResult) => JSON.parse(r.stdout);
