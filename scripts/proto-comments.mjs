@@ -49,21 +49,21 @@ for (const file of set.file) {
   };
   const walkEnum = (e, p, scope) => {
     note(p, `${scope}${e.name}`);
-    e.value.forEach((v, i) => note([...p, ENUM_VALUE, i], `${scope}${e.name}.${v.name}`));
+    for (const [i, v] of e.value.entries()) note([...p, ENUM_VALUE, i], `${scope}${e.name}.${v.name}`);
   };
   const walkMessage = (m, p, scope) => {
     const name = `${scope}${m.name}`;
     note(p, name);
-    m.field.forEach((f, i) => note([...p, MESSAGE_FIELD, i], `${name}.${f.name}`));
-    m.nestedType.forEach((n, i) => walkMessage(n, [...p, MESSAGE_NESTED, i], `${name}.`));
-    m.enumType.forEach((e, i) => walkEnum(e, [...p, MESSAGE_ENUM, i], `${name}.`));
+    for (const [i, f] of m.field.entries()) note([...p, MESSAGE_FIELD, i], `${name}.${f.name}`);
+    for (const [i, n] of m.nestedType.entries()) walkMessage(n, [...p, MESSAGE_NESTED, i], `${name}.`);
+    for (const [i, e] of m.enumType.entries()) walkEnum(e, [...p, MESSAGE_ENUM, i], `${name}.`);
   };
-  file.messageType.forEach((m, i) => walkMessage(m, [FILE_MESSAGE, i], pkg));
-  file.enumType.forEach((e, i) => walkEnum(e, [FILE_ENUM, i], pkg));
-  file.service.forEach((s, i) => {
+  for (const [i, m] of file.messageType.entries()) walkMessage(m, [FILE_MESSAGE, i], pkg);
+  for (const [i, e] of file.enumType.entries()) walkEnum(e, [FILE_ENUM, i], pkg);
+  for (const [i, s] of file.service.entries()) {
     note([FILE_SERVICE, i], `${pkg}${s.name}`);
-    s.method.forEach((m, j) => note([FILE_SERVICE, i, SERVICE_METHOD, j], `${pkg}${s.name}.${m.name}`));
-  });
+    for (const [j, m] of s.method.entries()) note([FILE_SERVICE, i, SERVICE_METHOD, j], `${pkg}${s.name}.${m.name}`);
+  }
 }
 
 const sorted = Object.fromEntries(Object.keys(comments).sort().map((k) => [k, comments[k]]));

@@ -75,7 +75,10 @@ export function foldRepeatedAuthorization(req: {
     const name = raw[i] as string;
     if (name.length !== 13 || name.toLowerCase() !== "authorization") continue;
     if (first < 0) first = i;
-    else (values ??= [raw[first + 1] as string]).push(raw[i + 1] as string);
+    else {
+      values ??= [raw[first + 1] as string];
+      values.push(raw[i + 1] as string);
+    }
   }
   if (values) req.headers.authorization = values.join(", ");
 }

@@ -76,7 +76,7 @@ function uidpFilterField(input: DescMessage): DescField | undefined {
 /** In a List request, the paths to the uids its top-level UIDPFilter names, if it has one. */
 function namedScopePaths(input: DescMessage): DescField[][] {
   const filter = uidpFilterField(input);
-  if (!filter || filter.fieldKind !== "message") return [];
+  if (filter?.fieldKind !== "message") return [];
   return NAMED_SCOPE_FIELDS.flatMap((name) => {
     const f = stringField(filter.message, name);
     return f ? [[filter, f]] : [];

@@ -16,10 +16,8 @@ import http from "node:http";
 import type { NodeRequest, NodeResponse } from "../server/fast-unary/shared.js";
 import type { Metrics } from "./metrics.js";
 
-export interface Readiness {
-  /** Undefined when ready, else the short reason readiness fails. */
-  (): "draining" | "database not writable" | undefined;
-}
+/** Undefined when ready, else the short reason readiness fails. */
+export type Readiness = () => "draining" | "database not writable" | undefined;
 
 const HEALTHY = Buffer.from('{"status":"ok"}');
 const READY = Buffer.from('{"status":"ready"}');
@@ -49,10 +47,8 @@ function sendMetrics(req: NodeRequest, res: NodeResponse, metrics: Metrics, onEr
   );
 }
 
-export interface OpsEndpoints {
-  /** True when the request was an operator endpoint and is answered. */
-  (req: NodeRequest, res: NodeResponse): boolean;
-}
+/** True when the request was an operator endpoint and is answered. */
+export type OpsEndpoints = (req: NodeRequest, res: NodeResponse) => boolean;
 
 export function createOpsEndpoints(options: {
   readonly readiness: Readiness;

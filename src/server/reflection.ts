@@ -124,7 +124,7 @@ function buildIndex(services: readonly DescService[], extraFiles: readonly DescF
     }
     file.dependencies.forEach(visit);
   };
-  services.forEach((s) => visit(s.file));
+  for (const s of services) visit(s.file);
   extraFiles.forEach(visit);
   const serviceNames = [...new Set(services.map((s) => s.typeName))];
   return { serviceNames, files, symbols, extensions, messages, encoded };

@@ -211,7 +211,10 @@ export function bindRequest(route: Route, vars: Readonly<Record<string, string>>
     const chain = resolveQueryKey(schema, key);
     const path = protoPath(chain);
     let entry = byPath.get(path);
-    if (!entry) byPath.set(path, (entry = { chain, values: [] }));
+    if (!entry) {
+      entry = { chain, values: [] };
+      byPath.set(path, entry);
+    }
     entry.values.push(value);
   }
   for (const [path, { chain, values }] of byPath) {

@@ -58,11 +58,13 @@ export class RestHandlerContext implements HandlerContext {
   }
 
   get responseHeader(): Headers {
-    return (this.#responseHeader ??= new Headers());
+    this.#responseHeader ??= new Headers();
+    return this.#responseHeader;
   }
 
   get responseTrailer(): Headers {
-    return (this.#responseTrailer ??= new Headers());
+    this.#responseTrailer ??= new Headers();
+    return this.#responseTrailer;
   }
 
   /** Ends the call: unhooks from the linked signals and aborts `signal` if it was ever read. */

@@ -147,7 +147,7 @@ function compileField(field: DescField, compiling: Compiling): FieldWriter {
         // Explicit presence (messages, proto3 `optional`): written when set.
         return (m, json) => {
           const v = m[local];
-          if (v !== undefined && Object.prototype.hasOwnProperty.call(m, local)) json[key] = value(v);
+          if (v !== undefined && Object.hasOwn(m, local)) json[key] = value(v);
         };
       }
       if (field.fieldKind === "enum" && compiling.mode === "rest") {

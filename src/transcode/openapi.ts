@@ -107,7 +107,7 @@ export function buildOpenApi(table: RouteTable, info: { title: string; version: 
   const namesByShape = new Map<string, string[][]>();
   for (const v of variants) {
     const names = namesByShape.get(v.shape) ?? v.pathVars.map(() => []);
-    v.pathVars.forEach((p, i) => (names[i] as string[]).push(p.name));
+    for (const [i, p] of v.pathVars.entries()) (names[i] as string[]).push(p.name);
     namesByShape.set(v.shape, names);
   }
   const chosenNames = new Map([...namesByShape].map(([shape, names]) => [shape, chooseParameterNames(names)]));

@@ -111,17 +111,25 @@ export function createRouteTable(services: readonly DescService[]): RouteTable {
       if (part.kind === "literal") {
         const value = part.value as string;
         let next = node.literals.get(value);
-        if (!next) node.literals.set(value, (next = newNode()));
+        if (!next) {
+          next = newNode();
+          node.literals.set(value, next);
+        }
         node = next;
       } else if (part.kind === "star") {
-        node = node.star ??= newNode();
+        node.star ??= newNode();
+        node = node.star;
       } else {
-        node = node.dstar ??= newNode();
+        node.dstar ??= newNode();
+        node = node.dstar;
       }
     }
     const verb = route.template.verb ?? "";
     let byMethod = node.ends.get(verb);
-    if (!byMethod) node.ends.set(verb, (byMethod = new Map()));
+    if (!byMethod) {
+      byMethod = new Map();
+      node.ends.set(verb, byMethod);
+    }
     const other = byMethod.get(route.httpMethod);
     if (other) {
       throw new Error(

@@ -104,7 +104,10 @@ const rpcCall = (transport: (typeof rpcTransports)[number]): Call => {
   const byToken = new Map<string, ReturnType<typeof transport.create>>();
   return async (method, filter, field, named, token) => {
     let tr = byToken.get(token);
-    if (!tr) byToken.set(token, (tr = transport.create(t.url, { token })));
+    if (!tr) {
+      tr = transport.create(t.url, { token });
+      byToken.set(token, tr);
+    }
     const client = createClient(method.parent, tr) as unknown as Record<string, (req: unknown) => Promise<unknown>>;
     try {
       await client[method.localName]!({ [filter]: { [field]: named } });

@@ -36,6 +36,7 @@ function cache(cli: CliRunner) {
   return {
     file,
     login: () => JSON.parse(fs.readFileSync(file, "utf8")).logins[t.url],
+    // biome-ignore lint/suspicious/noExplicitAny: the test edits the stored login's JSON freely
     edit(change: (login: Record<string, any>) => void) {
       const data = JSON.parse(fs.readFileSync(file, "utf8"));
       change(data.logins[t.url]);

@@ -214,6 +214,7 @@ describe("completion of option values", () => {
     expect(zsh.stdout).toContain("    -o|--output) compadd -- table json yaml id; return ;;");
     expect(zsh.stdout).toContain("    --protocol) compadd -- connect grpc; return ;;");
     expect(zsh.stdout).toContain("    --group) _trellis_groups; return ;;");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh's own parameter expansion, as generated
     expect(zsh.stdout).toContain('"$(${words[1]} __complete groups 2>/dev/null)"');
     expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"\"' -l output -s o -x -a 'table json yaml id'");
     expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"iam identities list\"' -l group -x -a '(__trellis_groups)'");

@@ -1,5 +1,5 @@
 /** The v1 endpoints kept alongside v2, over every RPC protocol, on the same data. */
-import { type Client, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, type ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Groups } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";

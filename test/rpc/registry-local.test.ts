@@ -291,7 +291,7 @@ describe.each(callDoors)("registry local state over $name", (door) => {
       expect(cleared.content ?? "").toBe("");
       // At the limit is fine; one byte more is not.
       await ok(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: "x".repeat(README_MAX_BYTES) } });
-      await refused(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: "é".repeat(README_MAX_BYTES / 2) + "x" } }, Code.InvalidArgument, "repo_readme.content");
+      await refused(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: `${"é".repeat(README_MAX_BYTES / 2)}x` } }, Code.InvalidArgument, "repo_readme.content");
       await refused(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: "nul\u0000byte" } }, Code.InvalidArgument, "repo_readme.content");
       if (door.name === "rest" || door.name.includes("json")) {
         // JSON can carry an unpaired surrogate ("\ud800"), which is not text; the JSON doors

@@ -88,7 +88,8 @@ function requestFor(method: DescMethodUnary) {
   for (const chain of route?.variableFields ?? []) {
     let at = json;
     chain.slice(0, -1).forEach((f: DescField) => {
-      at = (at[f.jsonName] ??= {}) as JsonObject;
+      at[f.jsonName] ??= {};
+      at = at[f.jsonName] as JsonObject;
     });
     const leaf = chain[chain.length - 1] as DescField;
     at[leaf.jsonName] = leaf.name.includes("digest") ? DIGEST : leaf.name === "package" ? "openssl" : NOBODY;

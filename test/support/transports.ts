@@ -89,7 +89,7 @@ export function createGrpcJsTransport(baseUrl: string, auth?: TransportAuth): Tr
       input: MessageInitShape<I>,
     ) {
       const metadata = new grpc.Metadata();
-      new Headers(header).forEach((value, key) => metadata.set(key, value));
+      for (const [key, value] of new Headers(header)) metadata.set(key, value);
       const token = tokenFor(baseUrl, auth);
       if (token !== undefined && metadata.get("authorization").length === 0) metadata.set("authorization", `Bearer ${token}`);
       const path = `/${method.parent.typeName}/${method.name}`;

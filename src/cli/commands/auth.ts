@@ -93,13 +93,10 @@ export function registerAuth(program: Command, io: Io): void {
       if (!idp) throw usageError(`${url} does not trust ${o.issuer}; it trusts: ${idps.map((i) => i.issuer).join(", ")}`);
       const config = await idpConfiguration(idp);
       const log = (line: string) => io.err(`${line}\n`);
-      let tokens;
-      if (o.device) {
-        if (!supportsDevice(config)) throw usageError(`${idp.issuer} does not offer the device flow; log in without --device`);
-        tokens = await deviceLogin(config, log);
-      } else {
-        tokens = await browserLogin(config, { openBrowser: o.browser, offerDevice: supportsDevice(config), log });
-      }
+      if (o.device && !supportsDevice(config)) throw usageError(`${idp.issuer} does not offer the device flow; log in without --device`);
+      const tokens = o.device
+        ? await deviceLogin(config, log)
+        : await browserLogin(config, { openBrowser: o.browser, offerDevice: supportsDevice(config), log });
       const token = await exchange(url, tokens.idToken.token, apiAudience(url));
       writeLogin(url, { source: { kind: "user", issuer: idp.issuer, clientId: idp.clientId, ...tokens }, token }, io.env);
       io.err(`Logged in to ${url} (token valid until ${iso(token.exp)})\n`);

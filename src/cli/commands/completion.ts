@@ -28,6 +28,7 @@ export function registerCompletion(program: Command, io: Io): void {
     .addArgument(new Argument("<shell>", "the shell to complete for").choices(SHELLS))
     .addHelpText(
       "after",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: "${fpath[1]}" is zsh's, for the user's shell to expand
       '\nbash: source <(trellis completion bash)\nzsh:  trellis completion zsh > "${fpath[1]}/_trellis"\nfish: trellis completion fish > ~/.config/fish/completions/trellis.fish',
     )
     .action((shell: Shell) => {

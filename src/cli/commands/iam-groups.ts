@@ -140,7 +140,7 @@ export function drawTree(groups: readonly { uid: string; name: string }[]): stri
     lines.push(`${prefix}${branch}${g.name}  ${g.uid}`);
     const kids = (children.get(g.uid) ?? []).sort(byName);
     const childPrefix = prefix + (branch === "" ? "" : branch === "└── " ? "    " : "│   ");
-    kids.forEach((k, i) => visit(k, childPrefix, i === kids.length - 1 ? "└── " : "├── "));
+    for (const [i, k] of kids.entries()) visit(k, childPrefix, i === kids.length - 1 ? "└── " : "├── ");
   };
   for (const r of roots.sort(byName)) visit(r, "", "");
   return lines.length ? `${lines.join("\n")}\n` : "";

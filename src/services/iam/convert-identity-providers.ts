@@ -6,7 +6,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import {
   type IdentityProvider,
   type IdentityProvider_OIDC,
-  IdentityProvider_SCIMSchema,
+  type IdentityProvider_SCIMSchema,
   IdentityProvider_OIDC_CorrelationRule,
   IdentityProviderSchema,
 } from "../../../gen/chainguard/platform/iam/v2beta1/identity_providers_pb.js";

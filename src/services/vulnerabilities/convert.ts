@@ -32,7 +32,7 @@ const EVENT_TYPES: Readonly<Record<EventCase, EventTypeFilter>> = {
 
 function memberField(c: EventCase) {
   const field = AdvisoryEventSchema.fields.find((f) => f.localName === c);
-  if (!field || field.fieldKind !== "message") throw new Error(`no message member ${c} in AdvisoryEvent`);
+  if (field?.fieldKind !== "message") throw new Error(`no message member ${c} in AdvisoryEvent`);
   return field;
 }
 
