@@ -29,6 +29,7 @@ import type { RevocationList } from "../store/token-revocations.js";
 import { type SigningKeySet, verifyingKeys } from "./signing-keys.js";
 import { CLOCK_TOLERANCE_S } from "./token-lifetime.js";
 import { limitsFromClaims, type TokenLimits } from "./token-limits.js";
+import type { Reason } from "../errors/reasons.js";
 
 /** The JWT `typ` header of our API tokens (RFC 9068): an IdP ID token is never one. */
 export const API_TOKEN_TYPE = "at+jwt";
@@ -101,7 +102,7 @@ export interface TokenIssuerOptions {
 }
 
 /** UNAUTHENTICATED with a reason clients can switch on; never says more than needed. */
-export function tokenRejected(reason: string, description: string): ApiError {
+export function tokenRejected(reason: Reason, description: string): ApiError {
   return new ApiError(GrpcCode.Unauthenticated, `Unauthenticated: ${description}`, { reason });
 }
 

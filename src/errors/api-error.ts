@@ -10,6 +10,7 @@
  *
  * This module has no dependency on connect or on generated code, so the store can use it.
  */
+import type { CodeReason, Reason } from "./reasons.js";
 
 /** gRPC status codes (google/rpc/code.proto), the numbers clients switch on. */
 export const GrpcCode = {
@@ -33,7 +34,7 @@ export const GrpcCode = {
 export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 
 /** Canonical code names; ErrorInfo.reason defaults to the name of the code (docs/published-api.md "Errors"). */
-export const CODE_NAMES: Readonly<Record<number, string>> = {
+export const CODE_NAMES: Readonly<Record<number, CodeReason>> = {
   1: "CANCELLED",
   2: "UNKNOWN",
   3: "INVALID_ARGUMENT",
@@ -73,8 +74,8 @@ export interface ResourceInfo {
 }
 
 export interface ApiErrorInit {
-  /** ErrorInfo.reason; defaults to the code's canonical name. */
-  readonly reason?: string;
+  /** ErrorInfo.reason (one of the closed set in reasons.ts); defaults to the code's canonical name. */
+  readonly reason?: Reason;
   /** ErrorInfo.metadata: every dynamic part of the message, as AIP-193 asks. */
   readonly metadata?: Readonly<Record<string, string>>;
   readonly fieldViolations?: readonly FieldViolation[];
@@ -88,7 +89,7 @@ export interface ApiErrorInit {
 export class ApiError extends Error {
   override name = "ApiError";
   readonly code: GrpcCode;
-  readonly reason: string;
+  readonly reason: Reason;
   readonly metadata: Readonly<Record<string, string>>;
   readonly fieldViolations: readonly FieldViolation[];
   readonly preconditionViolations: readonly PreconditionViolation[];
@@ -155,7 +156,7 @@ export function permissionDenied(description: string, init: ApiErrorInit = {}): 
 }
 
 /** UNAUTHENTICATED with a specific reason (e.g. TOKEN_EXPIRED). */
-export function unauthenticated(reason: string, description: string): ApiError {
+export function unauthenticated(reason: Reason, description: string): ApiError {
   return new ApiError(GrpcCode.Unauthenticated, `Unauthenticated: ${description}`, { reason });
 }
 

@@ -16,6 +16,7 @@ import {
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import { ApiError, CODE_NAMES, internal, unavailable } from "./api-error.js";
+import type { Reason } from "./reasons.js";
 
 type OutgoingDetail = ConstructorParameters<typeof ConnectError>[3] extends (infer D)[] | undefined ? D : never;
 
@@ -59,7 +60,7 @@ export function toConnectError(err: unknown, domain: string): ConvertedError {
 function storageFailure(err: unknown): ApiError | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== "string" || !code.startsWith("SQLITE_")) return undefined;
-  const [reason, what] = code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")
+  const [reason, what]: [Reason, string] | [undefined, undefined] = code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")
     ? ["STORAGE_BUSY", "the database is busy"]
     : code === "SQLITE_FULL"
       ? ["STORAGE_FULL", "the database disk is full"]

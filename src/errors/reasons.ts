@@ -1,0 +1,62 @@
+/**
+ * Every ErrorInfo.reason Trellis sends, in one closed set.
+ *
+ * Clients switch on `reason`, so a reason is part of the API: a typo or a new spelling made up
+ * at a call site would be a silent break. Making the set a type means the compiler refuses a
+ * reason that is not listed here, and this file is the one list to read (docs/published-api.md
+ * "Errors" says what each means to a client).
+ */
+
+/** The canonical code names, used as the reason when nothing more specific applies. */
+export const CODE_REASONS = [
+  "CANCELLED",
+  "UNKNOWN",
+  "INVALID_ARGUMENT",
+  "DEADLINE_EXCEEDED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
+  "ABORTED",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DATA_LOSS",
+  "UNAUTHENTICATED",
+] as const;
+
+/** Reasons more specific than the code. */
+export const SPECIFIC_REASONS = [
+  // The request itself
+  "INVALID_AUTHORITY", // Host / :authority missing or not host[:port]
+  "UNKNOWN_SERVICE", // no such service on this server
+  "UNKNOWN_METHOD", // the service is known, the method is not
+  "METHOD_NOT_ALLOWED", // REST: the path exists, the HTTP method does not
+  // Credentials
+  "TOKEN_MISSING",
+  "TOKEN_IN_URL", // a token in the query string is refused, never used
+  "TOKEN_INVALID",
+  "TOKEN_EXPIRED",
+  "TOKEN_REVOKED",
+  "REFRESH_TOKEN_REUSED", // a rotated refresh token came back: its whole family is revoked
+  "UNTRUSTED_ISSUER", // the exchange was shown a token from an issuer not trusted for sign-in
+  "IDENTITY_NOT_ASSUMABLE", // the presented token matches no assumable identity
+  // Authorization
+  "TOKEN_DOWN_SCOPED", // the role grants it, the token's own cap/scopes do not
+  "PRIVILEGE_ESCALATION", // the write would grant more than the caller holds
+  "OPERATOR_ONLY_FIELD", // only the server's operator may set this field
+  "TOKEN_REVOCATION_DENIED",
+  // Concurrency
+  "ETAG_MISMATCH",
+  // Storage: the write did not happen, try again later
+  "STORAGE_BUSY",
+  "STORAGE_FULL",
+  "STORAGE_UNAVAILABLE",
+] as const;
+
+export type CodeReason = (typeof CODE_REASONS)[number];
+export type Reason = CodeReason | (typeof SPECIFIC_REASONS)[number];
+
+export const ALL_REASONS: readonly Reason[] = [...CODE_REASONS, ...SPECIFIC_REASONS];
