@@ -19,7 +19,16 @@ import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../.
 
 const WATCH_POLL_MS = 1_000;
 
-export function registerHealth(router: ConnectRouter, status: () => ServingStatus): void {
+/** Waits until Watch should look at the status again; rejects when `signal` aborts. */
+export type PollWait = (signal: AbortSignal) => Promise<unknown>;
+
+const everySecond: PollWait = (signal) => sleep(WATCH_POLL_MS, undefined, { signal });
+
+/**
+ * `pollWait` is the clock Watch polls by: once a second in the server; tests pass one they
+ * advance by hand, so they neither sleep nor bound anything by the wall clock.
+ */
+export function registerHealth(router: ConnectRouter, status: () => ServingStatus, pollWait: PollWait = everySecond): void {
   const isKnown = (service: string): boolean =>
     service === "" || router.handlers.some((h) => h.service.typeName === service);
 
@@ -38,7 +47,7 @@ export function registerHealth(router: ConnectRouter, status: () => ServingStatu
           yield { status: current };
         }
         try {
-          await sleep(WATCH_POLL_MS, undefined, { signal: ctx.signal });
+          await pollWait(ctx.signal);
         } catch {
           return; // aborted: client gone or server shutting down
         }

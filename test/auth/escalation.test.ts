@@ -60,8 +60,10 @@ async function world(door: CallDoor, tag: string) {
   const listed = await op("GET", `/iam/v2beta1/roleBindings?group=${org}`);
   const aliceOwner = listed.roleBindings[0].uid as string;
   /** Binds mallory (or anyone) to a new custom role with exactly these capabilities at the org. */
+  let roleCount = 0;
   const narrow = async (who: string, capabilities: Capability[]) => {
-    const role = (await op("POST", `/iam/v2beta1/roles/${org}`, { name: `narrow-${Math.random().toString(16).slice(2, 10)}`, capabilities: capabilities.map((c) => Capability[c]) })).uid as string;
+    roleCount++;
+    const role = (await op("POST", `/iam/v2beta1/roles/${org}`, { name: `narrow-${roleCount}`, capabilities: capabilities.map((c) => Capability[c]) })).uid as string;
     const binding = (await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: who, roleUid: role })).uid as string;
     return { role, binding };
   };

@@ -9,7 +9,7 @@ import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-nod
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
-import { registerHealth } from "../../../src/server/health.js";
+import { type PollWait, registerHealth } from "../../../src/server/health.js";
 import { registerReflection } from "../../../src/server/reflection.js";
 
 const GROUPS = "chainguard.platform.iam.v2beta1.GroupsService";
@@ -20,13 +20,48 @@ let serving = ServingStatus.SERVING;
 let statusCalls = 0;
 let health: ReturnType<typeof createClient<typeof Health>>;
 
+// Watch's clock, advanced by hand: `tick()` ends every pending poll wait; an aborted call's
+// wait rejects and leaves the set, so `waiting.size` says how many Watch calls are polling.
+const waiting = new Set<() => void>();
+const manualPoll: PollWait = (signal) =>
+  new Promise((resolve, reject) => {
+    const done = () => {
+      waiting.delete(done);
+      resolve(undefined);
+    };
+    waiting.add(done);
+    signal.addEventListener(
+      "abort",
+      () => {
+        waiting.delete(done);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+const tick = () => {
+  for (const done of [...waiting]) done();
+};
+/** Lets the event loop turn (I/O included) until `condition` holds; a bound on turns, not on time. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let turn = 0; turn < 100_000; turn++) {
+    if (condition()) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
 beforeAll(async () => {
   const routes = (router: ConnectRouter) => {
     // Health first: names registered after it must count as known too.
-    registerHealth(router, () => {
-      statusCalls++;
-      return serving;
-    });
+    registerHealth(
+      router,
+      () => {
+        statusCalls++;
+        return serving;
+      },
+      manualPoll,
+    );
     router.service(GroupsService, {});
     registerReflection(router, [GroupsService, Health]);
   };
@@ -91,12 +126,14 @@ describe("grpc.health.v1.Health", () => {
     try {
       const first = await stream.next();
       seen.push(first.value.status);
-      const t0 = Date.now();
       serving = ServingStatus.NOT_SERVING;
+      await until(() => waiting.size === 1, "Watch waits for its next poll");
+      tick();
       const second = await stream.next();
       seen.push(second.value.status);
-      expect(Date.now() - t0).toBeLessThan(3_000); // polled about once a second
       serving = ServingStatus.SERVING;
+      await until(() => waiting.size === 1, "Watch waits for its next poll");
+      tick();
       const third = await stream.next();
       seen.push(third.value.status);
     } finally {
@@ -106,10 +143,12 @@ describe("grpc.health.v1.Health", () => {
     expect(seen).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING]);
     await expect(stream.next()).rejects.toMatchObject({ code: Code.Canceled });
 
-    // The server side noticed: no more status() polls once the client has gone.
-    await new Promise((r) => setTimeout(r, 300));
+    // The server side noticed: its wait ended with the call, and ticks poll nothing more.
+    await until(() => waiting.size === 0, "the server's Watch ends when the client goes");
     const before = statusCalls;
-    await new Promise((r) => setTimeout(r, 2_200));
+    tick();
+    tick();
+    await new Promise((r) => setImmediate(r));
     expect(statusCalls).toBe(before);
   });
 
@@ -122,8 +161,19 @@ describe("grpc.health.v1.Health", () => {
       expect(first.value.status).toBe(ServingStatus.SERVICE_UNKNOWN);
       // Still open after a few polls: the next read does not complete.
       const next = stream.next();
-      const winner = await Promise.race([next.then(() => "message"), new Promise((r) => setTimeout(() => r("open"), 1_500))]);
-      expect(winner).toBe("open");
+      let answered = false;
+      next.then(
+        () => {
+          answered = true;
+        },
+        () => {},
+      );
+      for (let poll = 0; poll < 3; poll++) {
+        await until(() => waiting.size === 1, "Watch waits for its next poll");
+        tick(); // ends the wait at once (waiting.size is 0 until Watch polls again)
+      }
+      await until(() => waiting.size === 1, "Watch waits for its next poll");
+      expect(answered).toBe(false);
       next.catch(() => {}); // rejected by the abort below
     } finally {
       abort.abort();
