@@ -12,29 +12,42 @@ import { startTestApp } from "../support/app.js";
 
 describe("graceful close", () => {
   it("finishes in-flight requests, then refuses new connections", async () => {
+    // The handler holds its answer until the test has asked the listener to close: the
+    // request is in flight at close time by construction, not by timing.
+    let arrived!: () => void;
+    const requestArrived = new Promise<void>((r) => {
+      arrived = r;
+    });
+    let answer!: () => void;
     const listener = await listen(
       (_req, res) => {
-        setTimeout(() => {
+        answer = () => {
           (res as import("node:http").ServerResponse).writeHead(200, { "content-type": "text/plain" });
           res.end("done");
-        }, 300);
+        };
+        arrived();
       },
       { host: "127.0.0.1", port: 0 },
     );
     const inFlight = fetch(`http://127.0.0.1:${listener.port}/slow`).then((r) => r.text());
-    await new Promise((r) => setTimeout(r, 50));
+    await requestArrived;
     const closed = listener.close(5000);
+    const refused = () =>
+      new Promise<boolean>((resolve) => {
+        const s = net.connect(listener.port, "127.0.0.1");
+        s.once("error", () => resolve(true));
+        s.once("connect", () => {
+          s.destroy();
+          resolve(false);
+        });
+      });
+    // New connections are refused first, while the request is still unanswered ...
+    expect(await refused()).toBe(true);
+    // ... and the in-flight request still gets its answer.
+    answer();
     expect(await inFlight).toBe("done");
     await closed;
-    const refused = await new Promise<boolean>((resolve) => {
-      const s = net.connect(listener.port, "127.0.0.1");
-      s.once("error", () => resolve(true));
-      s.once("connect", () => {
-        s.destroy();
-        resolve(false);
-      });
-    });
-    expect(refused).toBe(true);
+    expect(await refused()).toBe(true);
   });
 });
 
