@@ -37,7 +37,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { codeFromString, codeToString } from "@connectrpc/connect/protocol-connect";
+import { codeFromString, codeToString } from "./connect-internals.js";
 import { CODE_NAMES, GrpcCode } from "../errors/api-error.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;

@@ -17,8 +17,8 @@ import {
   encodeEnvelope,
   envelopeCompress,
   type MethodSerializationLookup,
-} from "@connectrpc/connect/protocol";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+  setTrailerStatus,
+} from "../connect-internals.js";
 import { type JsonWriter, jsonWriterFor } from "../../transcode/json-writer.js";
 
 export type Unary = (request: unknown, context: HandlerContext) => unknown;
