@@ -86,7 +86,11 @@ export function rpcProtocolOf(req: Req): "grpc" | "grpc-web" | "connect" {
   return "connect";
 }
 
-/** Patches `res` (about to be handed to connect-node) so its errors follow the rules above. */
+/**
+ * Patches `res` (about to be handed to connect-node or a fast door) so its errors follow the
+ * rules above. A wrapper of Node's response: docs/architecture.md lists it with the others
+ * ("What is patched on Node's request and response objects").
+ */
 export function conformProtocolErrors(req: Req, res: Res, errorDomain: string): void {
   const protocol = rpcProtocolOf(req);
   if (protocol === "grpc") patchGrpc(res, errorDomain);

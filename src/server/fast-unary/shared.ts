@@ -194,6 +194,8 @@ function firstEnvelopeLength(chunks: Buffer[]): number {
 /**
  * Makes connect-node read `consumed` first, then whatever the stream still delivers.
  * connect-node reads the request body with `for await` over the request object.
+ * A wrapper of Node's request: docs/architecture.md lists it with the others ("What is
+ * patched on Node's request and response objects").
  */
 function replayTo(req: NodeRequest, consumed: Buffer[]): void {
   const rest = req.complete ? undefined : (req as unknown as AsyncIterable<Buffer>)[Symbol.asyncIterator].bind(req);
