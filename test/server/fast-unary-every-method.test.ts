@@ -35,10 +35,11 @@ import http from "node:http";
 import http2 from "node:http2";
 import os from "node:os";
 import path from "node:path";
-import { type DescField, type DescMethodUnary, fromJson, type JsonObject, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { type DescField, type DescMethodUnary, fromBinary, fromJson, type JsonObject, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { invalidArgument } from "../../src/errors/api-error.js";
 import type { BeforeCallHook } from "../../src/server/call-pipeline.js";
 import { DEFAULT_ERROR_DOMAIN } from "../../src/server/config.js";
@@ -399,15 +400,10 @@ interface Door {
   outcome(wire: Wire): { code: number; errorInfoFirst: boolean };
 }
 
-const ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo";
-
 function grpcOutcome(trailers: Record<string, string | string[]>) {
   const bin = trailers["grpc-status-details-bin"];
-  return {
-    code: Number(trailers["grpc-status"]),
-    // The type URL of the Status's first detail, found in its bytes.
-    errorInfoFirst: typeof bin === "string" && Buffer.from(bin, "base64").includes(ERROR_INFO),
-  };
+  const first = typeof bin === "string" ? fromBinary(StatusSchema, Buffer.from(bin, "base64")).details[0] : undefined;
+  return { code: Number(trailers["grpc-status"]), errorInfoFirst: first?.typeUrl === "type.googleapis.com/google.rpc.ErrorInfo" };
 }
 
 const grpcTimeout = (ms: number) => ({ "grpc-timeout": `${ms}m` });
