@@ -220,6 +220,25 @@ const SUCCESS: Partial<Record<string, Build>> = {
   "Registry/DeleteRepo": async (w, v) => ({ id: (await both("ReposService/CreateRepo", { parent: w.org, repo: { name: `v1-doomed-${v}` } })).uid }),
   "Registry/DeleteTag": async (w, v) => ({ id: (await both("TagsService/CreateTag", { parent: w.repo, tag: { name: `v1-doomed-${v}`, digest: DIGEST } })).uid }),
   "Registry/GetRepoTagsSummary": (w) => ({ repoId: w.repo }),
+  "Registry/UpdateRepo": (w) => ({ id: w.repo, name: "nginx" }),
+  "Registry/UpdateTag": (w) => ({ id: w.tag, name: "latest", digest: DIGEST }),
+  "Registry/UpdateRegistrySettings": (w) => ({ registryId: w.org }),
+  "Registry/CreateDeployment": async (w, v) => ({
+    parentId: (await both("ReposService/CreateRepo", { parent: w.org, repo: { name: `deployed-${v}` } })).uid,
+    charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx" }],
+  }),
+  "Registry/UpdateDeployment": async (w, v) => {
+    const repoId = (await both("ReposService/CreateRepo", { parent: w.org, repo: { name: `redeployed-${v}` } })).uid;
+    await both("Registry/CreateDeployment", { parentId: repoId, charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx" }] });
+    return { repoId, charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx-2" }] };
+  },
+  "Registry/GetDeployment": async (w, v) => {
+    const repoId = (await both("ReposService/CreateRepo", { parent: w.org, repo: { name: `shown-${v}` } })).uid;
+    await both("Registry/CreateDeployment", { parentId: repoId, charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx" }] });
+    return { repoId };
+  },
+  "Groups/Update": (w) => ({ id: w.folder, name: "folder" }),
+  "RoleBindingsService/UpdateRoleBinding": (w) => ({ roleBinding: { uid: w.binding, roleUid: w.role }, updateMask: "roleUid" }),
   "Registry/ListTagHistory": (w) => ({ parentId: w.tag }),
   "Registry/ListRepos": (w) => ({ uidp: { childrenOf: w.org } }),
   "Registry/ListTags": (w) => ({ uidp: { childrenOf: w.repo } }),
