@@ -25,7 +25,9 @@
  * `hostname` and `ms`. What would also differ is made equal at its source instead: both servers
  * read one frozen clock (timestamps in answers), and `randomBytes` is a seeded sequence that
  * restarts at the same point for each server's copy of a request (new uids, invite codes), so
- * the two databases stay alike and every answer can be compared whole.
+ * the two databases stay alike and every answer can be compared whole. (No case pages: page
+ * tokens take their IVs from a pool drawn once and shared by both servers in this process, so
+ * two servers' tokens would differ; a SUCCESS list must fit one page.)
  *
  * The fast server's test hook also proves the fast path served each call (its context is the
  * fast doors' lean one, LEAN_CONTEXT) and connect-node the reference's.
