@@ -62,6 +62,8 @@ export async function listen(userHandler: RequestHandler, options: ListenOptions
         unanswered--;
       }
     };
+    // A wrapper of Node's response: docs/architecture.md lists it with the others
+    // ("What is patched on Node's request and response objects").
     const end = res.end;
     res.end = function (this: unknown, ...args: unknown[]) {
       const result = (end as (...a: unknown[]) => unknown).apply(this, args);
@@ -253,7 +255,11 @@ function releaseUnreadRequest(req: http.IncomingMessage | http2.Http2ServerReque
   req.resume();
 }
 
-/** HTTP/1.1: a response that starts before the request body was read ends the connection. */
+/**
+ * HTTP/1.1: a response that starts before the request body was read ends the connection.
+ * A wrapper of Node's response: docs/architecture.md lists it with the others ("What is
+ * patched on Node's request and response objects").
+ */
 function closeIfAnsweredEarly(req: http.IncomingMessage, res: http.ServerResponse): void {
   const writeHead = res.writeHead;
   res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {

@@ -37,7 +37,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { codeFromString, codeToString } from "@connectrpc/connect/protocol-connect";
+import { codeFromString, codeToString } from "./connect-internals.js";
 import { CODE_NAMES, GrpcCode } from "../errors/api-error.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -86,7 +86,11 @@ export function rpcProtocolOf(req: Req): "grpc" | "grpc-web" | "connect" {
   return "connect";
 }
 
-/** Patches `res` (about to be handed to connect-node) so its errors follow the rules above. */
+/**
+ * Patches `res` (about to be handed to connect-node or a fast door) so its errors follow the
+ * rules above. A wrapper of Node's response: docs/architecture.md lists it with the others
+ * ("What is patched on Node's request and response objects").
+ */
 export function conformProtocolErrors(req: Req, res: Res, errorDomain: string): void {
   const protocol = rpcProtocolOf(req);
   if (protocol === "grpc") patchGrpc(res, errorDomain);

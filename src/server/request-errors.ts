@@ -18,10 +18,7 @@
 import type http from "node:http";
 import http2 from "node:http2";
 import type { ConnectError } from "@connectrpc/connect";
-import { encodeEnvelope } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { codeToHttpStatus, encodeEnvelope, errorToJsonBytes, setTrailerStatus, trailerFlag, trailerSerialize } from "./connect-internals.js";
 import { ApiError, GrpcCode } from "../errors/api-error.js";
 import { toStatusJson } from "../errors/status-json.js";
 import { httpStatusFromCode } from "../transcode/http-status.js";

@@ -25,6 +25,14 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/**
+ * `TRELLIS_TEST_FAST_UNARY=off`: every test server serves gRPC, gRPC-web and Connect through
+ * connect-node alone (`fastUnary: false`), unless the test asks otherwise. vitest.config.ts
+ * runs test/rpc a second time so (project `rpc-fast-path-off`), so each behaviour those tests
+ * prove is proven on both paths a call can take.
+ */
+export const FAST_UNARY_OFF = process.env.TRELLIS_TEST_FAST_UNARY === "off";
+
 /** What a test may change besides config and limits (the clock stays the test app's own). */
 export type TestOverrides = Omit<AppOverrides, "now" | "limits">;
 
@@ -44,7 +52,7 @@ export async function startTestApp(
       logLevel: "silent",
       ...config,
     },
-    { log: pino({ level: "silent" }), ...overrides, now: () => Date.now() + offset, limits },
+    { log: pino({ level: "silent" }), ...(FAST_UNARY_OFF ? { fastUnary: false } : {}), ...overrides, now: () => Date.now() + offset, limits },
   );
   const token = await operatorToken(dataDir);
   setDefaultToken(app.url, token);

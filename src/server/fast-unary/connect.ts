@@ -20,8 +20,13 @@
  */
 import { create, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { compressionNegotiate } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes, parseTimeout, trailerMux } from "@connectrpc/connect/protocol-connect";
+import {
+  codeToHttpStatus,
+  compressionNegotiate,
+  errorToJsonBytes,
+  parseConnectTimeout as parseTimeout,
+  trailerMux,
+} from "../connect-internals.js";
 import {
   ACCEPT_COMPRESSION,
   COMPRESS_MIN_BYTES,

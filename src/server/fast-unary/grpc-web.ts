@@ -17,8 +17,14 @@
  * that are oversized, truncated, repeated or undecodable (replayed).
  */
 import type http from "node:http";
-import { compressionNegotiate, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
-import { parseTimeout, trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import {
+  compressionNegotiate,
+  encodeEnvelope,
+  envelopeCompress,
+  parseGrpcWebTimeout as parseTimeout,
+  trailerFlag,
+  trailerSerialize,
+} from "../connect-internals.js";
 import {
   ACCEPT_COMPRESSION,
   COMPRESS_MIN_BYTES,

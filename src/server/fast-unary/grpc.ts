@@ -29,8 +29,7 @@
  * bytes already read are replayed to connect-node, which then gives its usual answer.
  */
 import type http2 from "node:http2";
-import { compressionNegotiate } from "@connectrpc/connect/protocol";
-import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
+import { compressionNegotiate, parseGrpcTimeout as parseTimeout } from "../connect-internals.js";
 import {
   ACCEPT_COMPRESSION,
   type Compression,

@@ -17,8 +17,8 @@ import {
   encodeEnvelope,
   envelopeCompress,
   type MethodSerializationLookup,
-} from "@connectrpc/connect/protocol";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+  setTrailerStatus,
+} from "../connect-internals.js";
 import { type JsonWriter, jsonWriterFor } from "../../transcode/json-writer.js";
 
 export type Unary = (request: unknown, context: HandlerContext) => unknown;
@@ -194,6 +194,8 @@ function firstEnvelopeLength(chunks: Buffer[]): number {
 /**
  * Makes connect-node read `consumed` first, then whatever the stream still delivers.
  * connect-node reads the request body with `for await` over the request object.
+ * A wrapper of Node's request: docs/architecture.md lists it with the others ("What is
+ * patched on Node's request and response objects").
  */
 function replayTo(req: NodeRequest, consumed: Buffer[]): void {
   const rest = req.complete ? undefined : (req as unknown as AsyncIterable<Buffer>)[Symbol.asyncIterator].bind(req);
