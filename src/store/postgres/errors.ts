@@ -72,7 +72,9 @@ export function mapPostgresError(err: unknown): PostgresStorageError | undefined
   if (code === "53300") return make("exhausted");
   if (code !== undefined && (code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")) return make("unavailable");
   if (code !== undefined && UNAVAILABLE_ERRNO.has(code)) return make("unavailable");
-  if (code === undefined && POOL_TIMEOUT.test(err.message)) return make("exhausted");
-  if (code === undefined && CONNECTION_LOST.test(err.message)) return make("unavailable");
+  // Only errors with no code at all: an error of our own (an API error carries a numeric
+  // code) must never be taken for a lost connection because of its wording.
+  if (fields.code === undefined && POOL_TIMEOUT.test(err.message)) return make("exhausted");
+  if (fields.code === undefined && CONNECTION_LOST.test(err.message)) return make("unavailable");
   return undefined;
 }
