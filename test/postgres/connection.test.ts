@@ -223,3 +223,49 @@ describePostgres("PostgreSQL failures, mapped", () => {
     expect(await failureKind(() => opened.pool.query("SELEC 1"))).toBeUndefined();
   });
 });
+
+describePostgres("write transactions", () => {
+  let opened: OpenedPostgres;
+  beforeAll(async () => {
+    opened = await openPostgres({ url: await freshPostgresDatabase("tx"), poolSize: 2 });
+  });
+  afterAll(async () => {
+    await opened?.close();
+  });
+
+  /** A real 40001 from the server, raised inside the transaction. */
+  const serializationFailure = "DO $$ BEGIN RAISE EXCEPTION 'simulated' USING ERRCODE = 'serialization_failure'; END $$";
+
+  it("run again after a retryable abort, with the first attempt's writes rolled back", async () => {
+    const { writeTransaction } = await import("../../src/store/postgres/transaction.js");
+    let attempts = 0;
+    const result = await writeTransaction(opened.db, async (tx) => {
+      attempts += 1;
+      await tx.execute(`INSERT INTO server_keys (name, value) VALUES ('attempt-${attempts}', '\\x00')`);
+      if (attempts === 1) await tx.execute(serializationFailure);
+      return attempts;
+    });
+    expect(result).toBe(2);
+    const { rows } = await opened.pool.query("SELECT name FROM server_keys ORDER BY name");
+    expect(rows.map((r) => r.name)).toEqual(["attempt-2"]);
+  });
+
+  it("give up after three attempts with a conflict (ABORTED for the caller), and never retry other failures", async () => {
+    const { writeTransaction, MAX_TRANSACTION_ATTEMPTS } = await import("../../src/store/postgres/transaction.js");
+    let attempts = 0;
+    const error = await writeTransaction(opened.db, async (tx) => {
+      attempts += 1;
+      await tx.execute(serializationFailure);
+    }).catch((err: unknown) => err);
+    expect(attempts).toBe(MAX_TRANSACTION_ATTEMPTS);
+    expect(mapPostgresError(error)?.kind).toBe("conflict");
+
+    attempts = 0;
+    const unique = await writeTransaction(opened.db, async (tx) => {
+      attempts += 1;
+      await tx.execute("INSERT INTO server_keys (name, value) VALUES ('attempt-2', '\\x00')");
+    }).catch((err: unknown) => err);
+    expect(attempts).toBe(1);
+    expect(mapPostgresError(unique)?.kind).toBe("unique");
+  });
+});
