@@ -54,7 +54,8 @@ export function findServerBinaries(env = process.env) {
 export function ensureServerBinaries(log = (line) => process.stderr.write(`${line}\n`)) {
   const found = findServerBinaries();
   if (found) return found;
-  if (process.getuid?.() === 0 && fs.existsSync("/usr/bin/apt-get")) {
+  // An explicit PG_BIN that is wrong is a mistake to report, not a reason to install.
+  if (!process.env.PG_BIN && process.getuid?.() === 0 && fs.existsSync("/usr/bin/apt-get")) {
     log("pg-cluster: PostgreSQL server binaries missing; apt-get install -y postgresql");
     const apt = { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } };
     execFileSync("apt-get", ["update"], apt);
@@ -63,7 +64,7 @@ export function ensureServerBinaries(log = (line) => process.stderr.write(`${lin
     if (installed) return installed;
   }
   throw new Error(
-    `PostgreSQL server binaries not found under ${DEBIAN_ROOT}/<major>/bin (or PG_BIN): ` +
+    `PostgreSQL server binaries not found ${process.env.PG_BIN ? `in PG_BIN=${process.env.PG_BIN}` : `under ${DEBIAN_ROOT}/<major>/bin`}: ` +
       "install Debian's postgresql package (apt-get install postgresql), or set PG_BIN to the folder holding initdb and pg_ctl",
   );
 }

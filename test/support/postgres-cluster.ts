@@ -19,7 +19,8 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  const canInstall = process.getuid?.() === 0;
+  // As root, startCluster installs Debian's package when the binaries are missing (and PG_BIN unset).
+  const canInstall = process.getuid?.() === 0 && !process.env.PG_BIN;
   if (!findServerBinaries() && !canInstall) {
     const message =
       "PostgreSQL server binaries are not installed (Debian: apt-get install postgresql, or set PG_BIN), so the PostgreSQL tests cannot run";
