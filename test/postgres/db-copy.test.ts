@@ -14,7 +14,7 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { listInputFiles } from "../../src/import/read-records.js";
 import { importFiles } from "../../src/import/run-import.js";
-import { COPY_ORDER } from "../../src/store/postgres/copy.js";
+import { COPY_ORDER, CopyRefusedError, copySqliteToPostgres } from "../../src/store/postgres/copy.js";
 import { getTableConfig } from "drizzle-orm/pg-core";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliRunner, cliRunner } from "../support/cli.js";
@@ -151,6 +151,20 @@ describePostgres("trellis db copy", () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/db copy refused: the target database is not empty \(rows in groups, server_keys, .*\); db copy only fills an empty database, so nothing was written/);
     expect(await rowCounts(url)).toEqual(before);
+  });
+
+  it("lets only one of two copies started together into one empty database fill it; the other is refused", async () => {
+    const url = await freshPostgresDatabase("twice");
+    const outcomes = await Promise.allSettled([0, 1].map(() => copySqliteToPostgres({ fromDir: t.dataDir, toUrl: url })));
+    const done = outcomes.filter((o) => o.status === "fulfilled");
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+    expect(done).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    // Refused for the reason that matters (it waited for the first and found it full), not a key clash half-way.
+    expect(refused[0]!.reason).toBeInstanceOf(CopyRefusedError);
+    expect(String(refused[0]!.reason.message)).toMatch(/^the target database is not empty/);
+    const groups = TABLES.find((x) => x.name === "groups")!;
+    expect(await postgresRows(url, groups)).toEqual(sqliteRows(t.dataDir, groups));
   });
 
   it("refuses a source that is not a Trellis data directory, writing nothing to the target", async () => {
