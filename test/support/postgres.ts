@@ -8,7 +8,8 @@ import { afterAll, describe, inject } from "vitest";
 
 /** The run's cluster URL, or null when PostgreSQL is not installed (never null under CI=true). */
 export function postgresClusterUrl(): string | null {
-  return inject("postgresUrl");
+  // undefined outside the postgres project (its globalSetup provides the value)
+  return inject("postgresUrl") ?? null;
 }
 
 /** `describe`, skipped (visibly, as skipped tests) only where the cluster could not exist. */
