@@ -9,7 +9,13 @@ import { afterAll, describe, inject } from "vitest";
 /** The run's cluster URL, or null when PostgreSQL is not installed (never null under CI=true). */
 export function postgresClusterUrl(): string | null {
   // undefined outside the postgres project (its globalSetup provides the value)
-  return inject("postgresUrl") ?? null;
+  const url = inject("postgresUrl") ?? null;
+  if (url === null && process.env.CI === "true") {
+    // Under CI the setup fails when it cannot start a cluster, so this is a file outside
+    // test/postgres/: it would be skipped silently, proving nothing.
+    throw new Error("PostgreSQL tests must live in test/postgres/ (the vitest project that starts the cluster)");
+  }
+  return url;
 }
 
 /** `describe`, skipped (visibly, as skipped tests) only where the cluster could not exist. */
