@@ -1,4 +1,4 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
@@ -8,14 +8,24 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     passWithNoTests: false,
+    // Three projects: everything on SQLite with the fast unary doors on (the server's
+    // default); the RPC matrix again with them off, so every call goes through connect-node
+    // and what the matrix proves holds on both paths (test/support/app.ts); and the
+    // PostgreSQL files, apart so that their throwaway cluster (a few seconds of a shared
+    // 2-core machine) starts only when one of them is in the run: vitest runs a project's
+    // globalSetup only when that project has files to run.
     projects: [
-      // Everything, with the fast unary doors on (the server's default).
-      { extends: true, test: { name: "all", include: ["test/**/*.test.ts"] } },
-      // The RPC matrix again with the fast unary doors off, so every call goes through
-      // connect-node: what the matrix proves holds on both paths (test/support/app.ts).
+      {
+        extends: true,
+        test: { name: "all", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, "test/postgres/**"] },
+      },
       {
         extends: true,
         test: { name: "rpc-fast-path-off", include: ["test/rpc/**/*.test.ts"], env: { TRELLIS_TEST_FAST_UNARY: "off" } },
+      },
+      {
+        extends: true,
+        test: { name: "postgres", include: ["test/postgres/**/*.test.ts"], globalSetup: ["test/support/postgres-cluster.ts"] },
       },
     ],
   },

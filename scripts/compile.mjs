@@ -2,7 +2,7 @@
 /**
  * `npm run compile`: src/, gen/ and bench/ to dist/ as plain ES modules, file by file (no
  * bundling; the `.js` import specifiers of the sources stay valid), with the committed
- * migrations beside the store and package.json at the top (`trellis --version` imports it
+ * migrations (SQLite's and PostgreSQL's) beside the store and package.json at the top (`trellis --version` imports it
  * from src/cli/program.ts, two levels up in both trees). `npm start` and the bench targets
  * run this output.
  *
@@ -41,4 +41,5 @@ await build({
   logLevel: "warning",
 });
 fs.cpSync(path.join(root, "src/store/migrations"), path.join(out, "src/store/migrations"), { recursive: true });
+fs.cpSync(path.join(root, "src/store/postgres/migrations"), path.join(out, "src/store/postgres/migrations"), { recursive: true });
 fs.copyFileSync(path.join(root, "package.json"), path.join(out, "package.json"));

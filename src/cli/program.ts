@@ -11,6 +11,7 @@ import { registerAdvisories } from "./commands/advisories.js";
 import { registerAuth } from "./commands/auth.js";
 import { registerBackup, registerRestore } from "./commands/backup.js";
 import { registerCompletion } from "./commands/completion.js";
+import { registerDb } from "./commands/db.js";
 import { registerIam } from "./commands/iam.js";
 import { registerImport } from "./commands/import.js";
 import { registerKeys } from "./commands/keys.js";
@@ -25,7 +26,7 @@ import { OUTPUT_FORMATS } from "./output.js";
 import { describeError } from "./rpc-errors.js";
 
 /** Commands that work on a data directory and call no server (no CA certificate needed). */
-const LOCAL_COMMANDS = new Set(["serve", "import", "backup", "restore"]);
+const LOCAL_COMMANDS = new Set(["serve", "import", "backup", "restore", "copy"]);
 
 /** The whole command tree, writing through `io`. */
 export function buildProgram(io: Io): Command {
@@ -56,6 +57,7 @@ export function buildProgram(io: Io): Command {
   registerImport(program, io);
   registerBackup(program, io);
   registerRestore(program, io);
+  registerDb(program, io);
   registerKeys(program, io);
   registerCompletion(program, io);
   registerVersion(program, io);

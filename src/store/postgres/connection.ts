@@ -1,0 +1,156 @@
+/**
+ * Opening a PostgreSQL database: a node-postgres pool with drizzle on top, and the committed
+ * migrations (src/store/postgres/migrations) applied at start-up.
+ *
+ * Several replicas usually start together (a deployment rolls out N at once). drizzle's
+ * migrator alone would let two of them both see "not applied yet" and both run the same
+ * CREATE TABLEs, one failing half-way. So the migrator runs on one connection that first takes
+ * a session-level advisory lock (`pg_advisory_lock`): the second replica waits for the first
+ * to finish, then finds everything applied and does nothing. The lock is PostgreSQL's own,
+ * held by the connection, so a replica that dies mid-migration releases it with its
+ * connection (its migration transaction rolls back), and nothing stale can remain.
+ *
+ * A database migrated by a newer build is refused, as on SQLite: this build would write rows
+ * the newer schema reads wrongly.
+ */
+import { fileURLToPath } from "node:url";
+import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+import { migrate } from "drizzle-orm/node-postgres/migrator";
+import pg from "pg";
+import { mapPostgresError } from "./errors.js";
+import * as schema from "./schema.js";
+import migrationsJournal from "./migrations/meta/_journal.json" with { type: "json" };
+
+export type PgDb = NodePgDatabase<typeof schema> & { $client: pg.Pool };
+
+/** Where the committed PostgreSQL migrations live, resolved from this file (not from the cwd). */
+export const POSTGRES_MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
+
+/**
+ * The advisory lock key the migrator holds. Any fixed 64-bit number works as long as nothing
+ * else on the database uses it; this one spells "trellis\0" in ASCII, to be recognisable in
+ * pg_locks.
+ */
+export const MIGRATION_LOCK_KEY = 0x7472656c6c697300n;
+
+/** drizzle's bookkeeping of applied migrations (its defaults, kept). */
+const MIGRATIONS_SCHEMA = "drizzle";
+const MIGRATIONS_TABLE = "__drizzle_migrations";
+
+export interface PostgresOptions {
+  /** postgres://user:password@host:port/database (libpq-style query parameters allowed). */
+  readonly url: string;
+  /** Connections the pool may hold (default 10). Each replica holds up to this many. */
+  readonly poolSize?: number;
+  /**
+   * How long a query waits for a free pool connection before failing with kind "exhausted"
+   * (default 5000 ms). Never 0, which in node-postgres means "wait forever": a full pool must
+   * give an error, not a hang.
+   */
+  readonly acquireTimeoutMs?: number;
+  /** Called with errors of idle connections (a restarted server, say), which no query awaits. */
+  readonly onIdleError?: (err: Error) => void;
+}
+
+export interface OpenedPostgres {
+  readonly db: PgDb;
+  readonly pool: pg.Pool;
+  /** Ends every connection of the pool. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_POOL_SIZE = 10;
+export const DEFAULT_ACQUIRE_TIMEOUT_MS = 5000;
+
+/** A pool for `options` without migrating: for tools that only read, and for tests. */
+export function createPool(options: PostgresOptions): pg.Pool {
+  const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
+  if (!Number.isInteger(poolSize) || poolSize < 1) throw new Error(`pool size must be a positive integer, got ${poolSize}`);
+  const acquireTimeoutMs = options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS;
+  if (!(acquireTimeoutMs > 0)) throw new Error(`the pool's acquire timeout must be positive, got ${acquireTimeoutMs}`);
+  const pool = new pg.Pool({ connectionString: options.url, max: poolSize, connectionTimeoutMillis: acquireTimeoutMs });
+  // An idle connection the server closes (a restart, an administrator's pg_terminate_backend)
+  // is reported as an 'error' event with no query to fail; unhandled, it would end the process.
+  // The pool drops that connection and opens a new one on the next query.
+  pool.on("error", (err) => options.onIdleError?.(err));
+  return pool;
+}
+
+/**
+ * Opens the database at `options.url`, applies the migrations this build carries (once across
+ * processes, see the header) and returns the pool with drizzle on top.
+ * @throws PostgresStorageError when the server cannot be reached; Error when it was migrated by a newer build.
+ */
+export async function openPostgres(options: PostgresOptions): Promise<OpenedPostgres> {
+  const pool = createPool(options);
+  try {
+    await migratePostgres(pool);
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw mapPostgresError(err) ?? err;
+  }
+  const db = drizzle(pool, { schema }) as PgDb;
+  return { db, pool, close: () => pool.end() };
+}
+
+/**
+ * Applies the committed migrations under the migration advisory lock, on one connection of
+ * `pool`. Returns how many were applied by this call (0 when another process got there first).
+ */
+export async function migratePostgres(pool: pg.Pool): Promise<number> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY.toString()]);
+    try {
+      const before = await appliedMigrations(client);
+      refuseNewerMigrations(before);
+      await migrate(drizzle(client), { migrationsFolder: POSTGRES_MIGRATIONS_DIR, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: MIGRATIONS_TABLE });
+      return (await appliedMigrations(client)).count - before.count;
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY.toString()]);
+    }
+  } catch (err) {
+    broken = err as Error;
+    throw err;
+  } finally {
+    // A connection whose unlock failed may still hold the lock: destroy it rather than reuse it.
+    client.release(broken);
+  }
+}
+
+interface AppliedMigrations {
+  readonly count: number;
+  /** The newest applied migration's journal timestamp (ms), or null. */
+  readonly newest: number | null;
+}
+
+async function appliedMigrations(client: pg.PoolClient): Promise<AppliedMigrations> {
+  const exists = await client.query("SELECT to_regclass($1) AS t", [`${MIGRATIONS_SCHEMA}.${MIGRATIONS_TABLE}`]);
+  if (exists.rows[0]?.t === null) return { count: 0, newest: null };
+  const { rows } = await client.query(`SELECT count(*)::int AS n, max(created_at)::text AS newest FROM "${MIGRATIONS_SCHEMA}"."${MIGRATIONS_TABLE}"`);
+  return { count: rows[0].n as number, newest: rows[0].newest === null ? null : Number(rows[0].newest) };
+}
+
+interface JournalEntry {
+  readonly tag: string;
+  readonly when: number;
+}
+
+/** The PostgreSQL migrations this build carries, oldest first (bundled, like the SQLite journal). */
+function knownMigrations(): readonly JournalEntry[] {
+  return (migrationsJournal as { entries: JournalEntry[] }).entries;
+}
+
+function refuseNewerMigrations(applied: AppliedMigrations): void {
+  const known = knownMigrations();
+  const newestKnown = known[known.length - 1];
+  if (!newestKnown || applied.newest === null) return;
+  if (applied.newest > newestKnown.when || applied.count > known.length) {
+    throw new Error(
+      `the PostgreSQL database was migrated by a newer Trellis: ${applied.count} migrations applied, the newest dated ` +
+        `${new Date(applied.newest).toISOString()}; this build knows ${known.length}, the newest ${newestKnown.tag} ` +
+        `(${new Date(newestKnown.when).toISOString()}). Run the newer build`,
+    );
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * The groups repository on PostgreSQL: the GroupsRepository contract (src/store/groups.ts),
+ * answer for answer, with writers on several replicas at once.
+ *
+ * SQLite gets its invariants from BEGIN IMMEDIATE: one writer at a time, so a check and the
+ * write after it cannot be overtaken. Here writers run side by side (READ COMMITTED), and each
+ * invariant locks the rows it depends on, always top-down (root, then parent, then the group),
+ * so two writers never wait for each other in opposite orders:
+ * - no child without its parent: create locks the parent row (and the root, whose kind the
+ *   child inherits) FOR SHARE before inserting. Creates under one parent share that lock and
+ *   run in parallel; a delete of the parent needs it exclusively, so it waits for them (and
+ *   then finds the children), or they wait for it (and then find no parent: NOT_FOUND, never
+ *   a foreign-key failure leaking out).
+ * - delete only if empty: delete locks the group FOR UPDATE, and only then looks for
+ *   children: every create under it has either committed (and is seen, because each statement
+ *   of a READ COMMITTED transaction reads what was committed before it) or waits.
+ * - kind follows the root: update locks the group FOR UPDATE before re-labelling its
+ *   descendants, so a create under it waits and then reads the new kind.
+ * Row locks rather than SERIALIZABLE: they make the writers that touch one group wait for each
+ * other and leave all others alone, where SERIALIZABLE would abort and retry unrelated writers
+ * whose reads merely overlapped. Deadlocks cannot arise from these orders, but any abort
+ * PostgreSQL reports as retryable is run again (transaction.ts).
+ *
+ * Group names are not unique under a parent (on SQLite neither): only repos have that rule.
+ */
+import { and, asc, count, eq, isNull, or, type SQL } from "drizzle-orm";
+import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { failedPrecondition, notFound, permissionDenied } from "../../errors/api-error.js";
+import { builtInRoleUid } from "../builtin-roles.js";
+import type { GroupOrder, GroupRecord, GroupsRepository, GroupListFilter } from "../groups.js";
+import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-query.js";
+import { newUidp, rootOf } from "../uidp.js";
+import type { PgDb } from "./connection.js";
+import { runGuard } from "./grant-view.js";
+import { accountAssociations, advisories, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
+import { type Tx, writeTransaction } from "./transaction.js";
+
+/**
+ * The shared filter and keyset builders (list-query.ts) are typed with SQLite columns, but
+ * use only drizzle's dialect-neutral operators, which build the same SQL for a PostgreSQL
+ * column; this is the one place that says so.
+ */
+const shared = (column: PgColumn) => column as unknown as SQLiteColumn;
+
+const ORDER_COLUMNS: Record<GroupOrder, PgColumn> = {
+  uid: groups.uid,
+  name: groups.name,
+  create_time: groups.createTime,
+  update_time: groups.updateTime,
+};
+
+/** What blocks a delete, in SQLite's order (the first found names the error). */
+const CHILD_KINDS: readonly { kind: string; table: PgTable; column: PgColumn }[] = [
+  { kind: "groups", table: groups, column: groups.parentUid },
+  { kind: "repos", table: repos, column: repos.parentUid },
+  { kind: "advisories", table: advisories, column: advisories.parentUid },
+  { kind: "identities", table: identities, column: identities.parentUid },
+  { kind: "roles", table: roles, column: roles.parentUid },
+  { kind: "identity providers", table: identityProviders, column: identityProviders.parentUid },
+  { kind: "group invites", table: groupInvites, column: groupInvites.parentUid },
+  { kind: "account associations", table: accountAssociations, column: accountAssociations.uid },
+];
+
+/** The group row, locked for the rest of `tx` (`share`: against changes; else exclusively). */
+async function lockGroup(tx: Tx, uid: string, mode: "share" | "update"): Promise<GroupRecord | undefined> {
+  const [row] = await tx.select().from(groups).where(eq(groups.uid, uid)).for(mode === "share" ? "share" : "update");
+  return row;
+}
+
+export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
+  /** The filter's WHERE, or null when it can match nothing (an empty `within`). */
+  const where = (f: GroupListFilter): SQL | undefined | null => {
+    // withinConditions spells "nothing" as SQLite's `0`, which PostgreSQL refuses as a condition.
+    if (f.within !== undefined && f.within.length === 0) return null;
+    return allOf([
+      ...uidpConditions(shared(groups.uid), shared(groups.parentUid), f.uidp),
+      f.name !== undefined ? eq(groups.name, f.name) : undefined,
+      withinConditions(shared(groups.uid), f.within),
+    ]);
+  };
+
+  return {
+    async get(uid) {
+      const [row] = await db.select().from(groups).where(eq(groups.uid, uid));
+      return row;
+    },
+
+    async findVerifiedRoot(name) {
+      const [row] = await db
+        .select()
+        .from(groups)
+        .where(and(eq(groups.name, name), isNull(groups.parentUid), eq(groups.verified, true)))
+        .orderBy(asc(groups.createTime), asc(groups.uid))
+        .limit(1);
+      return row;
+    },
+
+    async create(group, now, ownerIdentityUid) {
+      return writeTransaction(db, async (tx) => {
+        if (ownerIdentityUid !== undefined) {
+          // Only a user identity (a root) founds an organization; locked so that it cannot be
+          // deleted between this check and the owner binding below.
+          const [owner] = await tx
+            .select({ parentUid: identities.parentUid })
+            .from(identities)
+            .where(eq(identities.uid, ownerIdentityUid))
+            .for("share");
+          if (!owner || owner.parentUid !== null) {
+            throw permissionDenied("only a registered user identity may create an organization");
+          }
+        }
+        let kind = group.kind;
+        if (group.parentUid !== null) {
+          // Root first, then the parent: the order every writer here takes locks in.
+          const rootUid = rootOf(group.parentUid);
+          const root = await lockGroup(tx, rootUid, "share");
+          const parent = rootUid === group.parentUid ? root : root && (await lockGroup(tx, group.parentUid, "share"));
+          if (!parent) throw notFound("group", group.parentUid);
+          kind = root?.kind ?? 0;
+        }
+        const row: GroupRecord = {
+          uid: newUidp(group.parentUid),
+          parentUid: group.parentUid,
+          name: group.name,
+          description: group.description,
+          verified: group.verified,
+          kind,
+          createTime: now,
+          updateTime: now,
+        };
+        await tx.insert(groups).values(row);
+        if (ownerIdentityUid !== undefined) {
+          await tx
+            .insert(roleBindings)
+            .values({ uid: newUidp(row.uid), groupUid: row.uid, identityUid: ownerIdentityUid, roleUid: builtInRoleUid("owner"), createTime: now });
+        }
+        return row;
+      });
+    },
+
+    async update(uid, changes, now, guard) {
+      return writeTransaction(db, async (tx) => {
+        const existing = await lockGroup(tx, uid, "update");
+        if (!existing) throw notFound("group", uid);
+        guard?.(existing);
+        const { kind, ...own } = changes;
+        await tx
+          .update(groups)
+          .set({ ...own, updateTime: now })
+          .where(eq(groups.uid, uid));
+        if (kind !== undefined && kind !== existing.kind) {
+          // A new statement, so it sees every child committed before the lock was taken.
+          await tx
+            .update(groups)
+            .set({ kind })
+            .where(or(eq(groups.uid, uid), allOf(uidpConditions(shared(groups.uid), shared(groups.parentUid), { descendantsOf: uid }))));
+        }
+        const [row] = await tx.select().from(groups).where(eq(groups.uid, uid));
+        return row as GroupRecord;
+      });
+    },
+
+    async delete(uid, guard) {
+      await writeTransaction(db, async (tx) => {
+        const existing = await lockGroup(tx, uid, "update");
+        if (!existing) throw notFound("group", uid);
+        for (const child of CHILD_KINDS) {
+          const found = await tx.select({ one: child.column }).from(child.table).where(eq(child.column, uid)).limit(1);
+          if (found.length > 0) {
+            throw failedPrecondition(
+              { type: "RESOURCE_NOT_EMPTY", subject: uid, description: `cannot delete group with child ${child.kind}` },
+              { metadata: { child_kind: child.kind } },
+            );
+          }
+        }
+        if (guard) {
+          const bound = await tx.selectDistinct({ roleUid: roleBindings.roleUid }).from(roleBindings).where(eq(roleBindings.groupUid, uid));
+          await runGuard(
+            tx,
+            guard,
+            bound.map((b) => b.roleUid),
+          );
+        }
+        await tx.delete(roleBindings).where(eq(roleBindings.groupUid, uid));
+        await tx.delete(groups).where(eq(groups.uid, uid));
+      });
+    },
+
+    async list(filter, page) {
+      const condition = where(filter);
+      if (condition === null) return [];
+      const column = ORDER_COLUMNS[page.order];
+      const ks = keysetClauses(shared(column), shared(groups.uid), page, column === groups.uid);
+      return db
+        .select()
+        .from(groups)
+        .where(allOf([condition, ks.where]))
+        .orderBy(...ks.orderBy)
+        .limit(page.limit)
+        .offset(page.offset);
+    },
+
+    async count(filter) {
+      const condition = where(filter);
+      if (condition === null) return 0;
+      const [row] = await db.select({ n: count() }).from(groups).where(condition);
+      return row?.n ?? 0;
+    },
+
+    async listAll(filter, max) {
+      const condition = where(filter);
+      if (condition === null) return [];
+      return db
+        .select()
+        .from(groups)
+        .where(condition)
+        .orderBy(asc(groups.uid))
+        .limit(max + 1);
+    },
+  };
+}

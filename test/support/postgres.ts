@@ -1,0 +1,55 @@
+/**
+ * PostgreSQL for a test file: a database of its own on the run's throwaway cluster
+ * (postgres-cluster.ts), so files run in parallel without seeing each other's rows.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterAll, describe, inject } from "vitest";
+
+/** The run's cluster URL, or null when PostgreSQL is not installed (never null under CI=true). */
+export function postgresClusterUrl(): string | null {
+  // undefined outside the postgres project (its globalSetup provides the value)
+  const url = inject("postgresUrl") ?? null;
+  if (url === null && process.env.CI === "true") {
+    // Under CI the setup fails when it cannot start a cluster, so this is a file outside
+    // test/postgres/: it would be skipped silently, proving nothing.
+    throw new Error("PostgreSQL tests must live in test/postgres/ (the vitest project that starts the cluster)");
+  }
+  return url;
+}
+
+/** `describe`, skipped (visibly, as skipped tests) only where the cluster could not exist. */
+export const describePostgres: typeof describe = (postgresClusterUrl() === null ? describe.skip : describe) as typeof describe;
+
+/** `url` with its database replaced by `database`. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+/**
+ * Creates an empty database for the calling file and returns its URL; it is dropped after the
+ * file's tests. Call it in `beforeAll`.
+ */
+export async function freshPostgresDatabase(label = "t"): Promise<string> {
+  const cluster = postgresClusterUrl();
+  if (cluster === null) throw new Error("no PostgreSQL cluster in this run (see test/support/postgres-cluster.ts)");
+  const name = `trellis_${label.replace(/[^a-z0-9_]/gi, "_").toLowerCase().slice(0, 30)}_${randomBytes(6).toString("hex")}`;
+  await adminQuery(cluster, `CREATE DATABASE ${name}`);
+  afterAll(async () => {
+    await adminQuery(cluster, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
+  return withDatabase(cluster, name);
+}
+
+/** One statement on the cluster's `postgres` database, on a connection of its own. */
+export async function adminQuery(url: string, sql: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
