@@ -133,17 +133,19 @@ export function createMetrics(db: Db): Metrics {
       this.set(inFlight);
     },
   });
-  const tokens = new Counter({
+  // Counted here, handed over when scraped (a labelled child would hash its label per call).
+  const tokenCounts: Record<TokenOutcome, number> = { valid: 0, rejected: 0, missing: 0 };
+  const tokenOutcomesSeen: TokenOutcome[] = []; // in the order first counted, as prom-client lists them
+  new Counter({
     name: "trellis_token_verifications_total",
     help: "Calls by what their credential turned out to be: valid (a caller), rejected (UNAUTHENTICATED with a credential), missing (UNAUTHENTICATED without one).",
     labelNames: ["outcome"] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      for (const outcome of tokenOutcomesSeen) this.inc({ outcome }, tokenCounts[outcome]);
+    },
   });
-  const tokenChildren = {
-    valid: tokens.labels({ outcome: "valid" }),
-    rejected: tokens.labels({ outcome: "rejected" }),
-    missing: tokens.labels({ outcome: "missing" }),
-  };
   // Counters kept by other modules, copied at scrape time (a prom-client Counter cannot be set).
   const mirrored = (name: string, help: string, read: () => number) =>
     new Counter({
@@ -227,7 +229,7 @@ export function createMetrics(db: Db): Metrics {
       inFlight--;
     },
     tokenVerified(outcome) {
-      tokenChildren[outcome].inc();
+      if (tokenCounts[outcome]++ === 0) tokenOutcomesSeen.push(outcome);
     },
     async scrape() {
       const own = await registry.metrics();

@@ -30,7 +30,10 @@ function family(text: string, name: string): string {
   return block;
 }
 
-type Call = { method: 0 | 1; protocol: string; code: string; seconds: number } | { unknown: true; protocol: string; code: string };
+type Call =
+  | { method: 0 | 1; protocol: string; code: string; seconds: number }
+  | { unknown: true; protocol: string; code: string }
+  | { token: "valid" | "rejected" | "missing" };
 
 const callArb: fc.Arbitrary<Call> = fc.oneof(
   fc.record({
@@ -41,10 +44,11 @@ const callArb: fc.Arbitrary<Call> = fc.oneof(
     seconds: fc.oneof(fc.constantFrom(0, ...BUCKETS, 61, 1e6), fc.double({ min: 0, max: 100, noNaN: true })),
   }),
   fc.record({ unknown: fc.constant(true as const), protocol: fc.constantFrom("rest", "grpc"), code: fc.constantFrom("NOT_FOUND", "UNIMPLEMENTED") }),
+  fc.record({ token: fc.constantFrom("valid" as const, "rejected" as const, "missing" as const) }),
 );
 
 describe("call metrics exposition", () => {
-  it("is byte for byte what prom-client's Counter and Histogram print for the same calls", async () => {
+  it("is byte for byte what prom-client's Counters and Histogram print for the same calls and credentials", async () => {
     const methods = [GroupsService.method.getGroup, GroupsService.method.listGroups];
     await fc.assert(
       fc.asyncProperty(fc.array(callArb, { maxLength: 60 }), async (calls) => {
@@ -64,7 +68,18 @@ describe("call metrics exposition", () => {
           buckets: BUCKETS,
           registers: [reference],
         });
+        const tokens = new Counter({
+          name: "trellis_token_verifications_total",
+          help: "Calls by what their credential turned out to be: valid (a caller), rejected (UNAUTHENTICATED with a credential), missing (UNAUTHENTICATED without one).",
+          labelNames: ["outcome"],
+          registers: [reference],
+        });
         for (const c of calls) {
+          if ("token" in c) {
+            metrics.tokenVerified(c.token);
+            tokens.inc({ outcome: c.token });
+            continue;
+          }
           if ("unknown" in c) {
             metrics.recordUnknown(c.protocol, c.code);
             counter.inc({ service: "unknown", method: "unknown", protocol: c.protocol, code: c.code });
@@ -77,7 +92,7 @@ describe("call metrics exposition", () => {
         }
         const ours = (await metrics.scrape()).body;
         const theirs = await reference.metrics();
-        for (const name of ["trellis_calls_total", "trellis_call_duration_seconds"]) expect(family(ours, name)).toBe(family(theirs, name));
+        for (const name of ["trellis_calls_total", "trellis_call_duration_seconds", "trellis_token_verifications_total"]) expect(family(ours, name)).toBe(family(theirs, name));
       }),
       { seed: 22, numRuns: 60 },
     );
