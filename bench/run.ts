@@ -26,6 +26,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
+import { MAX_API_TOKEN_TTL_S } from "../src/auth/token-lifetime.js";
 import { databaseFile } from "../src/store/db.js";
 import { checkGoals, goalsText } from "./goals.js";
 import { h2load } from "./load/h2load.js";
@@ -159,7 +160,8 @@ async function main(): Promise<number> {
     };
     const [trellis, raw] = await Promise.all([start("trellis", { dataDir }), start("raw", { dataDir, scratchDir: work })]);
     // Every call needs a token: an operator token minted from the data dir, as an operator would.
-    const auth = mintToken(dataDir, Math.max(3600, Math.ceil(40 * (WARMUP + RUNS * SECONDS) + 600)));
+    // At most 24 hours: no token may live longer (src/auth/token-lifetime.ts), and no run does.
+    const auth = mintToken(dataDir, Math.min(MAX_API_TOKEN_TTL_S, Math.max(3600, Math.ceil(40 * (WARMUP + RUNS * SECONDS) + 600))));
     if ("skip" in auth) say(`  no token: ${auth.skip}`);
     const authHeader: Record<string, string> = "token" in auth ? { authorization: `Bearer ${auth.token}` } : {};
     const sample = await sendOnce(trellis.url, { proto: "h1", method: "GET", path: `/iam/v2beta1/groups/${fixture.getUid}`, headers: authHeader, success: "http" });

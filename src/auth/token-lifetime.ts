@@ -2,9 +2,10 @@
  * The bounds every API token this server issues lives within. Key rotation depends on them:
  * an old signing key is kept (and published) exactly as long as a token it signed can still
  * be valid, and a token revocation is remembered exactly as long as the token could be
- * presented. Every minting path stays inside MAX_API_TOKEN_TTL_S: an exchanged or refreshed
- * token lasts one hour (exchange.ts), a local operator token at most 24 hours (the CLI
- * refuses more).
+ * presented. No token outlives MAX_API_TOKEN_TTL_S: the issuer's mint (tokens.ts), which
+ * every token we sign goes through, refuses a longer lifetime with INVALID_ARGUMENT. An
+ * exchanged or refreshed token lasts one hour (exchange.ts), a local operator token one hour
+ * by default and at most 24 hours (the CLI's `--ttl` refuses more as a usage error first).
  */
 
 /** Tolerated clock skew when checking exp/iat (seconds). */

@@ -24,10 +24,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { createLocalJWKSet, errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
-import { ApiError, GrpcCode } from "../errors/api-error.js";
+import { ApiError, GrpcCode, invalidField } from "../errors/api-error.js";
 import type { RevocationList } from "../store/token-revocations.js";
 import { type SigningKeySet, verifyingKeys } from "./signing-keys.js";
-import { CLOCK_TOLERANCE_S } from "./token-lifetime.js";
+import { CLOCK_TOLERANCE_S, MAX_API_TOKEN_TTL_S } from "./token-lifetime.js";
 import { limitsFromClaims, type TokenLimits } from "./token-limits.js";
 import type { Reason } from "../errors/reasons.js";
 
@@ -68,6 +68,7 @@ export interface Caller {
 export interface MintOptions {
   readonly subject: string;
   readonly audience: string | readonly string[];
+  /** Whole seconds, 1 to MAX_API_TOKEN_TTL_S (24 hours); anything else is refused. */
   readonly ttlSeconds: number;
   readonly operator?: boolean;
   /** Extra public claims (e.g. `act` on assumed-identity tokens). */
@@ -99,6 +100,17 @@ export interface TokenIssuerOptions {
    */
   readonly revocations?: () => RevocationList;
   readonly now: () => number;
+}
+
+/**
+ * Refuses a lifetime outside 1 s..MAX_API_TOKEN_TTL_S (INVALID_ARGUMENT on `ttl`): a longer
+ * token would stay valid after its signing key retires and after its revocation entry is
+ * dropped, so a revoked or rotated-away token could come back.
+ */
+export function checkTokenLifetime(ttlSeconds: number): void {
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_API_TOKEN_TTL_S) {
+    throw invalidField("ttl", `must be a whole number of seconds from 1 to ${MAX_API_TOKEN_TTL_S} (24 hours); got ${String(ttlSeconds)}`);
+  }
 }
 
 /** UNAUTHENTICATED with a reason clients can switch on; never says more than needed. */
@@ -181,6 +193,10 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
     audience,
 
     async mint(o) {
+      // The one place every token we sign passes, so no path (exchange, refresh, local
+      // operator tokens, tests, a future caller) can outlive the bound that signing-key
+      // retention and the revocation list rely on (token-lifetime.ts).
+      checkTokenLifetime(o.ttlSeconds);
       const { active } = options.keys();
       const iat = Math.floor(now() / 1000);
       const claims: JWTPayload = { ...o.claims };

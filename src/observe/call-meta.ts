@@ -11,7 +11,11 @@
  * A client's `x-request-id` is echoed only when it is short and made of safe characters: the
  * id goes into log lines and a response header, so a client must not be able to forge log
  * fields, split a header or fill the log with a long value. Anything else is replaced by a
- * fresh id (and the replacement is what the handlers see in their request headers too).
+ * fresh id (and the replacement is what the handlers see in their request headers too, so
+ * no handler ever sees a refused value). A request without one gets a fresh id that is NOT
+ * added to its headers: every door copies the request headers into the HandlerContext's
+ * `Headers`, where one more entry costs a validated append on every call; the id is in
+ * CALL_META for whoever needs it.
  */
 import { randomUUID } from "node:crypto";
 import { createContextKey } from "@connectrpc/connect";
@@ -71,11 +75,12 @@ export function traceIdOf(value: string | string[] | undefined): string | undefi
  */
 export function attachCallMeta(req: RequestLike, res: ResponseLike): CallMeta {
   const headers = req.headers;
-  let requestId = saneRequestId(headers["x-request-id"]);
+  const sent = headers["x-request-id"];
+  let requestId = saneRequestId(sent);
   if (requestId === undefined) {
     requestId = randomUUID();
     // Handlers and the log see the same id the client gets back, never the refused value.
-    headers["x-request-id"] = requestId;
+    if (sent !== undefined) headers["x-request-id"] = requestId;
   }
   const meta: CallMeta = { requestId, peer: req.socket?.remoteAddress, traceId: traceIdOf(headers.traceparent) };
   (req as WithMeta)[META] = meta;

@@ -2,23 +2,22 @@
  * Remembers the result of a List's `count(*)` until the database changes (for speed, docs/performance.md: a first
  * page of 100 000 children spent 74 % of its 4 ms in the count, on every call).
  *
- * The cache is exact, not time-based: an entry is valid only while the database is
- * byte-for-byte as it was when the count ran. Two numbers tell that without any hook in the
- * write paths:
- * - `total_changes()`: rows inserted, updated or deleted by THIS connection since it opened
- *   (it only grows; a rolled-back write still moves it, which merely costs a recount);
- * - `PRAGMA data_version`: changes whenever ANOTHER connection commits (the import tool, a
- *   second process reading the same file, sqlite3 at the shell).
- * Reading both costs ~3.5 µs, nearly all of it the pragma (it takes SQLite's read lock on the
- * WAL); as two plucked statements it is ~1.5 µs cheaper than one select from the pragma's
- * table-valued function. Any write to any table invalidates every
- * entry: simple and safe; a write-heavy workload simply counts as it did before.
+ * The cache is exact for this process's own writes and follows other processes' commits
+ * within one turn of the event loop, not time-based: an entry is valid only while the
+ * database change check (shared-values.ts `databaseChangeCheck`, shared with the keys and
+ * revocation watcher) has not moved. It moves with every row this connection writes
+ * (`total_changes()`, asked each time, cheap) and with every commit of ANOTHER connection
+ * (`PRAGMA data_version`: the import tool, a second process on the same file, sqlite3 at the
+ * shell), which costs a WAL read lock and so is asked at most once per turn. Any write to
+ * any table invalidates every entry: simple and safe; a write-heavy workload simply counts
+ * as it did before.
  *
  * Counts run outside write transactions (better-sqlite3 is synchronous, and neither
  * writeTransaction nor a group-commit batch ever yields mid-transaction), so no entry can
  * capture uncommitted rows.
  */
 import type { Db } from "./db.js";
+import { databaseChangeCheck } from "./shared-values.js";
 
 export interface CountCache {
   /**
@@ -60,16 +59,15 @@ export function cachedCount(db: Db, query: CountQuery): number {
 }
 
 export function createCountCache(db: Db, maxEntries = MAX_ENTRIES): CountCache {
-  const changesStmt = db.$client.prepare("SELECT total_changes()").pluck();
-  const dataVersionStmt = db.$client.prepare("PRAGMA data_version").pluck();
+  const changeCheck = databaseChangeCheck(db);
   const entries = new Map<string, number>();
-  let version = "";
+  let generation = -1;
   return {
     count(key, run) {
-      const current = `${changesStmt.get() as number}:${dataVersionStmt.get() as number}`;
-      if (current !== version) {
+      const current = changeCheck();
+      if (current !== generation) {
         entries.clear();
-        version = current;
+        generation = current;
       } else {
         const hit = entries.get(key);
         if (hit !== undefined) return hit;

@@ -139,8 +139,9 @@ describe("trellis keys rotate", () => {
   });
 
   it("page-token keys: a List paged across a rotation carries on, new pages are sealed with the new key, --drop-previous ends the old pages", async () => {
-    // A fresh operator token: the file's default one was signed by a key an earlier test dropped.
-    const opToken = await operatorToken(t.dataDir);
+    // A fresh operator token at the server's moved clock: the file's default one was signed
+    // by a key an earlier test dropped, and expired when earlier tests moved the clock a day.
+    const opToken = await operatorToken(t.dataDir, undefined, () => Date.now() + offset);
     const auth = { authorization: `Bearer ${opToken}` };
     const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "paged-org" }, auth)).body.uid as string;
     for (const name of ["team-a", "team-b", "team-c", "team-d"]) {

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Capability } from "../../gen/chainguard/capabilities/capabilities_pb.js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { TokensService } from "../../gen/trellis/iam/v1/tokens_pb.js";
+import { revokeLocally } from "../../src/auth/key-admin.js";
 import { CAP_CLAIM } from "../../src/auth/token-limits.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { openDatabase } from "../../src/store/db.js";
@@ -258,6 +259,24 @@ describe("trellis tokens revoke (subprocess)", () => {
     expectRevokedEverywhere(await onEveryDoor(token));
     expect(await onEveryDoor(other)).toEqual(callDoors.map(() => true));
   });
+});
+
+describe("a revocation by another connection is seen at the next call", () => {
+  // The server asks SQLite whether another connection committed at most once per turn of
+  // the event loop (src/store/shared-values.ts): a call right after such a commit must
+  // still see it. Each round: a call that succeeds (the token cached, the change check just
+  // read), the commit by another connection, then the very next call, which must fail.
+  for (const door of callDoors) {
+    it(`over ${door.name}: each of several revocations, written between two back-to-back calls by another connection, fails the very next call`, async () => {
+      const user = await newUser(`next-${door.name.replace(/[^a-z]/g, "")}`);
+      for (let round = 0; round < 5; round++) {
+        const token = await identityToken(t.app, user);
+        expect(await door.call(t.url, token, listGroups, {}), `round ${round}`).toMatchObject({ ok: true });
+        revokeLocally(t.dataDir, { subject: user, jti: decodeJwt(token).jti as string }, Date.now());
+        expect(await door.call(t.url, token, listGroups, {}), `round ${round}`).toMatchObject({ ok: false, code: UNAUTHENTICATED, reason: "TOKEN_REVOKED" });
+      }
+    });
+  }
 });
 
 describe("the revocation list stays bounded", () => {

@@ -13,11 +13,15 @@ import type { App } from "../../src/server/create-app.js";
 import { databaseFile, type Db, openDatabase } from "../../src/store/db.js";
 import { createIdentitiesRepository } from "../../src/store/identities.js";
 import * as schema from "../../src/store/schema.js";
+import { MAX_API_TOKEN_TTL_S } from "../../src/auth/token-lifetime.js";
 
 const defaultTokens = new Map<string, string>();
 
-/** Operator tokens of test servers live long: tests move the server clock by days. */
-export const TEST_OPERATOR_TTL_S = 365 * 24 * 60 * 60;
+/**
+ * Operator tokens of test servers live as long as any token may (24 hours); a test that moves
+ * the server clock further mints a new one at the moved time (operatorToken's `now`).
+ */
+export const TEST_OPERATOR_TTL_S = MAX_API_TOKEN_TTL_S;
 
 function originOf(url: string): string {
   return new URL(url).origin;
@@ -39,9 +43,9 @@ export function defaultAuthHeaders(url: string): Record<string, string> {
   return token ? { authorization: `Bearer ${token}` } : {};
 }
 
-/** An operator token for the server on `dataDir` (the CLI's code path). */
-export function operatorToken(dataDir: string, subject?: string): Promise<string> {
-  return mintLocalOperatorToken({ dataDir, subject, ttlSeconds: TEST_OPERATOR_TTL_S });
+/** An operator token for the server on `dataDir` (the CLI's code path), issued at `now` (ms; default the wall clock). */
+export function operatorToken(dataDir: string, subject?: string, now?: () => number): Promise<string> {
+  return mintLocalOperatorToken({ dataDir, subject, ttlSeconds: TEST_OPERATOR_TTL_S, now });
 }
 
 /** The server's active signing key, read from its data directory (for forging test tokens). */

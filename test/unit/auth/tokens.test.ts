@@ -6,9 +6,13 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { decodeJwt } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadOrCreateSigningKeys, loadSigningKeys, rotateSigningKey } from "../../../src/auth/signing-keys.js";
 import { createTokenIssuer } from "../../../src/auth/tokens.js";
+import { saveIssuerSettings } from "../../../src/auth/issuer-settings.js";
+import { mintLocalOperatorToken } from "../../../src/auth/local-token.js";
+import { MAX_API_TOKEN_TTL_S } from "../../../src/auth/token-lifetime.js";
 import { loadTrustConfig, toTrustConfig } from "../../../src/auth/trust-config.js";
 import { parseServeConfig } from "../../../src/server/config.js";
 import { type OpenedDatabase, openDatabase } from "../../../src/store/db.js";
@@ -68,6 +72,32 @@ describe("signing keys", () => {
     await issuer.verify(token); // cached now
     now += 10 * 60_000;
     await expect(issuer.verify(token)).rejects.toMatchObject({ code: 16, reason: "TOKEN_EXPIRED" });
+  });
+});
+
+describe("the maximum token lifetime (24 hours, enforced where every token is signed)", () => {
+  it("mint refuses a lifetime above 24 h, or not a whole positive number of seconds, with INVALID_ARGUMENT on ttl; 24 h itself is minted", async () => {
+    const { db } = freshDb();
+    const now = Date.now();
+    const keys = loadOrCreateSigningKeys(db, now);
+    const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
+    for (const ttlSeconds of [MAX_API_TOKEN_TTL_S + 1, 30 * 86400, Number.POSITIVE_INFINITY, Number.NaN, 0, -1, 1.5]) {
+      for (const operator of [false, true]) {
+        const err = await issuer.mint({ subject: "operator:a", audience: ISS, ttlSeconds, operator }).catch((e: unknown) => e);
+        expect(err, `ttl ${ttlSeconds}`).toMatchObject({ code: 3, fieldViolations: [{ field: "ttl" }] });
+      }
+    }
+    const longest = decodeJwt(await issuer.mint({ subject: "operator:a", audience: ISS, ttlSeconds: MAX_API_TOKEN_TTL_S, operator: true }));
+    expect((longest.exp as number) - (longest.iat as number)).toBe(24 * 3600);
+  });
+
+  it("a local operator token above 24 h is refused by the minting function itself, not only by the CLI's flag", async () => {
+    const { dir, db } = freshDb();
+    loadOrCreateSigningKeys(db, Date.now());
+    saveIssuerSettings(db, { issuer: ISS, audience: ISS }, Date.now());
+    await expect(mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S + 1 })).rejects.toMatchObject({ code: 3, fieldViolations: [{ field: "ttl" }] });
+    const token = decodeJwt(await mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S }));
+    expect((token.exp as number) - (token.iat as number)).toBe(MAX_API_TOKEN_TTL_S);
   });
 });
 
