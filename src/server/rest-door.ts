@@ -9,7 +9,7 @@
  */
 import { create, type DescMethod, type DescService, isMessage, type Message } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import { credentialInQuery, tokenInUrlError } from "../auth/authenticate.js";
+import { refuseCredentialInUrl, URL_CHECKED } from "../auth/authenticate.js";
 import type { Logger } from "../observe/logger.js";
 import { CALL_META, callMetaOf } from "../observe/call-meta.js";
 import { RestHandlerContext } from "../transcode/handler-context.js";
@@ -38,10 +38,9 @@ export function createRestDoor(options: RestDoorOptions): Door {
     errorDomain: options.errorDomain,
     maxBodyBytes: options.maxBodyBytes,
     serverUrl: options.serverUrl,
-    screen({ url }) {
-      const param = credentialInQuery(url);
-      if (param !== undefined) throw tokenInUrlError(param);
-    },
+    // Credentials in the URL are refused before the body is read or bound (an unknown query
+    // parameter would otherwise be a 400), and the call's context says so (URL_CHECKED).
+    screen: ({ url }) => refuseCredentialInUrl(url),
     // Errors inside the pipeline are logged there; this catches the rest (binding, rendering).
     onUnexpectedError: (err) => log.error({ err, protocol: "rest" }, "unexpected error"),
     async invokeUnary(method, request, call) {
@@ -55,7 +54,7 @@ export function createRestDoor(options: RestDoorOptions): Door {
         requestSignal: () => call.signal,
         shutdownSignal,
       });
-      context.values.set(CALL_META, callMetaOf(call.nodeRequest));
+      context.values.set(CALL_META, callMetaOf(call.nodeRequest)).set(URL_CHECKED, true);
       try {
         const out = await fn(request, context);
         return (isMessage(out) ? out : create(method.output, out as never)) as Message;
