@@ -1,8 +1,9 @@
 /**
- * The front door: every request the listener accepts walks one list of doors, in order, until
- * one takes it. The list itself is written out in the composition root (create-app.ts), with
- * the reason each door stands where it does; this module only says what a door is and runs
- * the list inside the one guard every request gets.
+ * The front door (the dispatcher, as older comments call it): every request the listener
+ * accepts walks one list of doors, in order, until one takes it. The list itself is written
+ * out in the composition root (create-app.ts), with the reason each door stands where it
+ * does; this module only says what a door is and runs the list inside the one guard every
+ * request gets.
  *
  * A door is `(req, res) => boolean`: true when it took the request (answered it, or started
  * an answer that finishes later), false to hand it to the next door untouched. A step that
