@@ -6,12 +6,15 @@
  * written per method) need this: they know a method and a request, not a URL.
  *
  * The outcome is the same shape on every door: the response as proto JSON, or the error's
- * code, ErrorInfo reason and the @type of every detail.
+ * code, ErrorInfo reason and metadata, BadRequest fields and PreconditionFailure types.
+ *
+ * These are the test doors: a test that runs a scenario on every door writes its operations
+ * on `callDoors` (a line each: the method and the request) instead of a door of its own.
  */
 import { create, type DescField, type DescMessage, type DescMethodUnary, type MessageInitShape, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { ConnectError, createClient, type Client } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
-import { ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { readHttpRules, type RouteSpec } from "../../src/transcode/http-rule.js";
 import { parsePathTemplate } from "../../src/transcode/path-template.js";
 import { rest } from "./rest.js";
@@ -26,23 +29,37 @@ export type CallOutcome =
       /** ErrorInfo.metadata ({} without ErrorInfo). */
       readonly metadata: Readonly<Record<string, string>>;
       readonly preconditionTypes: string[];
+      /** BadRequest field violations, by field path. */
+      readonly fields: string[];
       readonly message: string;
     };
 
+/**
+ * Whose token a call carries: a string sends that token, undefined the test server's
+ * operator token (as every support client does by default), null no Authorization header.
+ */
+export type CallToken = string | undefined | null;
+
 export interface CallDoor {
   readonly name: string;
-  call<M extends DescMessage>(baseUrl: string, token: string, method: DescMethodUnary<M>, request: MessageInitShape<M>): Promise<CallOutcome>;
+  call<M extends DescMessage>(
+    baseUrl: string,
+    token: CallToken,
+    method: DescMethodUnary<M>,
+    request: MessageInitShape<M>,
+    options?: { readonly headers?: Readonly<Record<string, string>> },
+  ): Promise<CallOutcome>;
 }
 
 function rpcDoor(transport: NamedTransport): CallDoor {
   return {
     name: transport.name,
-    async call(baseUrl, token, method, request) {
+    async call(baseUrl, token, method, request, options) {
       const client = createClient(method.parent as DescService, transport.create(baseUrl, { token })) as Client<DescService>;
-      const fn = (client as unknown as Record<string, (r: unknown) => Promise<unknown>>)[method.localName];
+      const fn = (client as unknown as Record<string, (r: unknown, o?: { headers?: Record<string, string> }) => Promise<unknown>>)[method.localName];
       if (!fn) throw new Error(`no client method ${method.localName}`);
       try {
-        const res = await fn(request);
+        const res = await fn(request, options?.headers ? { headers: { ...options.headers } } : undefined);
         return { ok: true, body: toJson(method.output, res as never, { alwaysEmitImplicit: false }) as JsonObject };
       } catch (err) {
         if (!(err instanceof ConnectError)) throw err;
@@ -53,6 +70,7 @@ function rpcDoor(transport: NamedTransport): CallDoor {
           reason: info?.reason,
           metadata: { ...info?.metadata },
           preconditionTypes: (err.findDetails(PreconditionFailureSchema)[0]?.violations ?? []).map((v) => v.type),
+          fields: (err.findDetails(BadRequestSchema)[0]?.fieldViolations ?? []).map((v) => v.field),
           message: err.rawMessage,
         };
       }
@@ -96,7 +114,7 @@ function takeAt(json: JsonObject, path: readonly string[]): string {
 
 const restDoor: CallDoor = {
   name: "rest",
-  async call(baseUrl, token, method, request) {
+  async call(baseUrl, token, method, request, options) {
     const spec = routeOf(method as DescMethodUnary);
     const json = toJson(method.input, create(method.input, request), { alwaysEmitImplicit: false }) as JsonObject;
     const template = parsePathTemplate(spec.template);
@@ -124,13 +142,16 @@ const restDoor: CallDoor = {
     };
     if (spec.body !== "*") for (const [k, v] of Object.entries(json)) addQuery(k, v);
     const qs = query.toString();
-    const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { authorization: `Bearer ${token}` });
+    // rest() sends the operator token unless told otherwise; "" sends no Authorization header.
+    const authorization: Record<string, string> = token === undefined ? {} : { authorization: token === null ? "" : `Bearer ${token}` };
+    const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { ...options?.headers, ...authorization });
     if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject };
     const details = (res.body?.details ?? []) as {
       "@type": string;
       reason?: string;
       metadata?: Record<string, string>;
       violations?: { type?: string }[];
+      fieldViolations?: { field?: string }[];
     }[];
     const info = details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"));
     return {
@@ -139,10 +160,17 @@ const restDoor: CallDoor = {
       reason: info?.reason,
       metadata: { ...info?.metadata },
       preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
+      fields: (details.find((d) => d["@type"].endsWith("google.rpc.BadRequest"))?.fieldViolations ?? []).map((v) => v.field ?? ""),
       message: String(res.body?.message ?? ""),
     };
   },
 };
+
+/** The response body of a call that must succeed; a failure throws, naming the door's error. */
+export function bodyOf(outcome: CallOutcome): JsonObject {
+  if (!outcome.ok) throw new Error(`expected success, got code ${outcome.code} (${outcome.reason}): ${outcome.message}`);
+  return outcome.body;
+}
 
 /** Every door: the four RPC transports, then REST. */
 export const callDoors: readonly CallDoor[] = [...rpcTransports.map(rpcDoor), restDoor];
