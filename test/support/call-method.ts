@@ -52,10 +52,19 @@ export interface CallDoor {
 }
 
 function rpcDoor(transport: NamedTransport): CallDoor {
+  // One transport per server and caller: a transport per call would leave an HTTP/2 session
+  // open for each, and the server caps the connections one peer may hold.
+  const transports = new Map<string, ReturnType<NamedTransport["create"]>>();
+  const transportFor = (baseUrl: string, token: CallToken) => {
+    const key = `${baseUrl} ${token === undefined ? "operator" : token === null ? "none" : `token ${token}`}`;
+    let tr = transports.get(key);
+    if (!tr) transports.set(key, (tr = transport.create(baseUrl, { token })));
+    return tr;
+  };
   return {
     name: transport.name,
     async call(baseUrl, token, method, request, options) {
-      const client = createClient(method.parent as DescService, transport.create(baseUrl, { token })) as Client<DescService>;
+      const client = createClient(method.parent as DescService, transportFor(baseUrl, token)) as Client<DescService>;
       const fn = (client as unknown as Record<string, (r: unknown, o?: { headers?: Record<string, string> }) => Promise<unknown>>)[method.localName];
       if (!fn) throw new Error(`no client method ${method.localName}`);
       try {
