@@ -17,13 +17,15 @@ import type { DescService } from "@bufbuild/protobuf";
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { readHttpRules, type RouteSpec } from "../../src/transcode/http-rule.js";
 import { parsePathTemplate } from "../../src/transcode/path-template.js";
-import { rest } from "./rest.js";
+import { rest, type RestResponse } from "./rest.js";
 import { type NamedTransport, rpcTransports } from "./transports.js";
 
 export type CallOutcome =
-  | { readonly ok: true; readonly body: JsonObject }
+  | { readonly ok: true; readonly body: JsonObject; readonly status?: number }
   | {
       readonly ok: false;
+      /** The HTTP status, on the REST doors. */
+      readonly status?: number;
       readonly code: number;
       readonly reason: string | undefined;
       /** ErrorInfo.metadata ({} without ErrorInfo). */
@@ -51,7 +53,7 @@ export interface CallDoor {
   ): Promise<CallOutcome>;
 }
 
-function rpcDoor(transport: NamedTransport): CallDoor {
+export function rpcDoor(transport: NamedTransport): CallDoor {
   // One transport per server and caller: a transport per call would leave an HTTP/2 session
   // open for each, and the server caps the connections one peer may hold.
   const transports = new Map<string, ReturnType<NamedTransport["create"]>>();
@@ -155,26 +157,32 @@ const restDoor: CallDoor = {
     // rest() sends the operator token unless told otherwise; "" sends no Authorization header.
     const authorization: Record<string, string> = token === undefined ? {} : { authorization: token === null ? "" : `Bearer ${token}` };
     const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { ...options?.headers, ...authorization });
-    if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject };
-    const details = (res.body?.details ?? []) as {
-      "@type": string;
-      reason?: string;
-      metadata?: Record<string, string>;
-      violations?: { type?: string }[];
-      fieldViolations?: { field?: string }[];
-    }[];
-    const info = details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"));
-    return {
-      ok: false,
-      code: res.body?.code,
-      reason: info?.reason,
-      metadata: { ...info?.metadata },
-      preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
-      fields: (details.find((d) => d["@type"].endsWith("google.rpc.BadRequest"))?.fieldViolations ?? []).map((v) => v.field ?? ""),
-      message: String(res.body?.message ?? ""),
-    };
+    return restOutcome(res);
   },
 };
+
+/** A REST answer read as a CallOutcome: the body, or the error's code and AIP-193 details. */
+export function restOutcome(res: RestResponse): CallOutcome {
+  if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject, status: 200 };
+  const details = (res.body?.details ?? []) as {
+    "@type": string;
+    reason?: string;
+    metadata?: Record<string, string>;
+    violations?: { type?: string }[];
+    fieldViolations?: { field?: string }[];
+  }[];
+  const info = details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"));
+  return {
+    ok: false,
+    status: res.status,
+    code: res.body?.code,
+    reason: info?.reason,
+    metadata: { ...info?.metadata },
+    preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
+    fields: (details.find((d) => d["@type"].endsWith("google.rpc.BadRequest"))?.fieldViolations ?? []).map((v) => v.field ?? ""),
+    message: String(res.body?.message ?? ""),
+  };
+}
 
 /** The response body of a call that must succeed; a failure throws, naming the door's error. */
 export function bodyOf(outcome: CallOutcome): JsonObject {
