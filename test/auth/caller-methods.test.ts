@@ -11,7 +11,7 @@
  *
  * Every rejected call leaves the database unchanged. Also: the 1000-value cap on `uidp.ids`.
  */
-import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
+import { type DescMessage, type DescMethodUnary, fromJson, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Groups } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
@@ -94,11 +94,11 @@ function operations(door: CallDoor) {
       return String((await call(token, IdentitiesService.method.lookupIdentity, { issuer, subject })).uid);
     },
     async updateMetadata(token: string | undefined, metadata: Metadata, mask?: string[]): Promise<Metadata> {
-      const body = await call(token, IdentitiesService.method.updateIdentityMetadata, {
-        identityMetadata: metadata,
-        updateMask: mask && { paths: mask },
-      });
-      return body as Metadata;
+      const method = IdentitiesService.method.updateIdentityMetadata;
+      const body = await call(token, method, { identityMetadata: metadata, updateMask: mask && { paths: mask } });
+      // Every field, defaults included, whichever door answered: the scenarios check that a
+      // mask sets a value back to its default.
+      return toJson(method.output, fromJson(method.output, body), { alwaysEmitImplicit: true }) as Metadata;
     },
     async lookupGroup(v: "v1" | "v2", token: string | undefined): Promise<string> {
       if (v === "v2") return String(((await call(token, GroupsService.method.lookupGroup, {})).group as { uid: string }).uid);

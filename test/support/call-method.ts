@@ -71,8 +71,7 @@ export function rpcDoor(transport: NamedTransport): CallDoor {
       if (!fn) throw new Error(`no client method ${method.localName}`);
       try {
         const res = await fn(request, options?.headers ? { headers: { ...options.headers } } : undefined);
-        // Defaults written out, as the REST door writes them: one body shape on every door.
-        return { ok: true, body: toJson(method.output, res as never, { alwaysEmitImplicit: true }) as JsonObject };
+        return { ok: true, body: toJson(method.output, res as never, { alwaysEmitImplicit: false }) as JsonObject };
       } catch (err) {
         if (!(err instanceof ConnectError)) throw err;
         const info = err.findDetails(ErrorInfoSchema)[0];
