@@ -194,27 +194,58 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const fastGrpc = fast ? createFastGrpcUnary(fastOptions) : undefined;
     const fastConnect = fast ? createFastConnectUnary(fastOptions) : undefined;
     const fastGrpcWeb = fast ? createFastGrpcWebUnary(fastOptions) : undefined;
-    const toConnect = (req: NodeRequest, res: NodeResponse): true => {
+    const testDispatchHook = overrides.testDispatchHook;
+    const corsDoor = createCors(config.corsOrigins ?? []);
+
+    // The doors that need more than one line, named for the list below.
+    const refuseBadAuthority: Door = (req, res) => {
+      const authority = authorityOf(req);
+      if (isValidAuthority(authority)) return false;
+      failures.answer(req, res, invalidAuthority(authority !== undefined));
+      return true;
+    };
+    const connectNode = (req: NodeRequest, res: NodeResponse): true => {
       conformProtocolErrors(req, res, config.errorDomain);
       connectDoor(req, res);
       return true;
     };
-    const testDispatchHook = overrides.testDispatchHook;
-    const corsDoor = createCors(config.corsOrigins ?? []);
+    const grpcDoor: Door = (req, res) => {
+      if (rpcProtocolOf(req) !== "grpc") return false;
+      if (!fastGrpc || !("stream" in req)) return connectNode(req, res);
+      conformProtocolErrors(req, res, config.errorDomain);
+      const fallback = () => connectDoor(req, res);
+      if (!fastGrpc(req, res as http2.Http2ServerResponse, fallback)) fallback();
+      return true;
+    };
+    const fastConnectAndGrpcWeb: Door = (req, res) => {
+      const protocol = rpcProtocolOf(req);
+      const tryFast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
+      if (!tryFast?.(req, res, () => connectDoor(req, res))) return false;
+      // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
+      conformProtocolErrors(req, res, config.errorDomain);
+      return true;
+    };
+    const restDoor = createRestDoor({
+      services: API_SERVICES,
+      implOf: (method) => byMethod.get(method) as (req: unknown, ctx: HandlerContext) => unknown,
+      errorDomain: config.errorDomain,
+      maxBodyBytes: LIMITS.maxMessageBytes,
+      // The public URL clients use: the issuer URL (the listen URL unless --issuer-url says
+      // otherwise, e.g. behind a proxy).
+      serverUrl: () => auth.issuer().issuer,
+      shutdownSignal: shutdown.signal,
+      log,
+      onFailure: failures.fail,
+    });
 
     // The front door (front-door.ts): the doors in order; the first that takes a request
-    // answers it.
+    // answers it, inside the one guard every request gets (request-errors.ts).
     const handleRequest = frontDoor(
       [
         // First: every answer, even a refusal of the authority, carries the request id.
         step(attachCallMeta),
         // Before any door: every door builds a URL from the authority (authority.ts).
-        (req, res) => {
-          const authority = authorityOf(req);
-          if (isValidAuthority(authority)) return false;
-          failures.answer(req, res, invalidAuthority(authority !== undefined));
-          return true;
-        },
+        refuseBadAuthority,
         // Tests only: a failure here is outside every door's own handling.
         ...(testDispatchHook ? [step(testDispatchHook)] : []),
         // Before any door reads the headers: a second Authorization header must not vanish.
@@ -228,39 +259,15 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         versionDoor,
         // gRPC never reaches REST: over h2 the fast door may take a plain unary call (and
         // hands anything else to connect-node), otherwise connect-node takes it.
-        (req, res) => {
-          if (rpcProtocolOf(req) !== "grpc") return false;
-          if (!fastGrpc || !("stream" in req)) return toConnect(req, res);
-          conformProtocolErrors(req, res, config.errorDomain);
-          const fallback = () => connectDoor(req, res);
-          if (!fastGrpc(req, res as http2.Http2ServerResponse, fallback)) fallback();
-          return true;
-        },
+        grpcDoor,
         // Plain unary Connect and gRPC-web calls, before REST: a Connect unary POST to a
         // method's path is an RPC, not a REST route.
-        (req, res) => {
-          const protocol = rpcProtocolOf(req);
-          const tryFast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
-          if (!tryFast?.(req, res, () => connectDoor(req, res))) return false;
-          // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
-          conformProtocolErrors(req, res, config.errorDomain);
-          return true;
-        },
+        ...(fast ? [fastConnectAndGrpcWeb] : []),
         // REST/JSON: the paths of a google.api.http template (and /openapi.json).
-        createRestDoor({
-          services: API_SERVICES,
-          implOf: (method) => byMethod.get(method) as (req: unknown, ctx: HandlerContext) => unknown,
-          errorDomain: config.errorDomain,
-          maxBodyBytes: LIMITS.maxMessageBytes,
-          // The public URL clients use: the issuer URL (the listen URL unless --issuer-url says
-          // otherwise, e.g. behind a proxy).
-          serverUrl: () => auth.issuer().issuer,
-          shutdownSignal: shutdown.signal,
-          log,
-          onFailure: failures.fail,
-        }),
-        // Last, everything else: connect-node, which answers a path it does not hold itself.
-        toConnect,
+        restDoor,
+        // Last, everything else: connect-node, which answers a path it does not hold itself
+        // (unknown-method.ts).
+        connectNode,
       ],
       failures.fail,
     );
