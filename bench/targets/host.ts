@@ -13,7 +13,7 @@ import fs from "node:fs";
 import { Session } from "node:inspector/promises";
 import { DEFAULT_ERROR_DOMAIN } from "../../src/server/config.js";
 import { startApp } from "../../src/server/create-app.js";
-import { createLogger } from "../../src/server/logger.js";
+import { createLogger } from "../../src/observe/logger.js";
 import { startBareH1, startBareH2 } from "./bare.js";
 import type { CallCounts, ControlReply, ControlRequest, ReadyMessage } from "./control.js";
 import { startPeer } from "./peer.js";

@@ -16,7 +16,7 @@ import { createGroupsService } from "../../src/services/iam/groups.js";
 import { createAuth } from "../../src/auth/setup.js";
 import { type BeforeCallHook, createCallPipeline } from "../../src/server/call-pipeline.js";
 import { DEFAULT_ERROR_DOMAIN } from "../../src/server/config.js";
-import type { Logger } from "../../src/server/logger.js";
+import type { Logger } from "../../src/observe/logger.js";
 import { openDatabase } from "../../src/store/db.js";
 
 type Unary = (request: unknown, context: HandlerContext) => unknown;

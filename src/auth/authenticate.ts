@@ -12,7 +12,7 @@
  * - The header value is never logged or echoed; errors say what is wrong, not what was sent.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
-import type { HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { CALLER } from "./caller.js";
 import type { MethodPlans } from "./iam-plan.js";
 import { type TokenIssuer, tokenRejected } from "./tokens.js";
@@ -51,6 +51,20 @@ export function tokenInUrlError(param: string) {
     `credentials are accepted only in the Authorization header, not in the URL query (parameter "${param}")`,
   );
 }
+
+/** Refuses a URL whose query carries a credential-looking parameter. @throws UNAUTHENTICATED. */
+export function refuseCredentialInUrl(url: string): void {
+  const param = credentialInQuery(url);
+  if (param !== undefined) throw tokenInUrlError(param);
+}
+
+/**
+ * Set in a call's context by a door that ran refuseCredentialInUrl on the request itself
+ * before the call began: the REST door must, before an unknown query parameter could become a
+ * 400. The hook then does not read the URL a second time, so each call's URL is checked once.
+ * A context value, which only a door can set, never anything a client sends.
+ */
+export const URL_CHECKED = createContextKey(false, { description: "the door refused credentials in the URL already" });
 
 /**
  * Makes a repeated Authorization header visible to every door. Node keeps only the first
@@ -102,8 +116,7 @@ export function bearerToken(header: string | null, protocol: string): string {
 
 export function createAuthenticationHook(issuer: Pick<TokenIssuer, "verify">, plans: MethodPlans) {
   return async (method: DescMethod, context: HandlerContext): Promise<void> => {
-    const param = credentialInQuery(context.url);
-    if (param !== undefined) throw tokenInUrlError(param);
+    if (!context.values.get(URL_CHECKED)) refuseCredentialInUrl(context.url);
     if (plans.get(method)?.kind === "disabled") return;
     const token = bearerToken(context.requestHeader.get("authorization"), context.protocolName);
     context.values.set(CALLER, await issuer.verify(token));

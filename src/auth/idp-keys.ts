@@ -15,7 +15,7 @@
  */
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, type JWTPayload, jwtVerify } from "jose";
 import { ApiError, GrpcCode, unavailable } from "../errors/api-error.js";
-import { checkIssuerUrl } from "../services/iam/claim-match.js";
+import { checkIssuerUrl } from "./claim-match.js";
 import { CLOCK_TOLERANCE_S, issuedInTheFuture, tokenRejected } from "./tokens.js";
 
 /** Asymmetric algorithms accepted from IdPs (never HS*, never none). */

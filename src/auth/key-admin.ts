@@ -17,6 +17,7 @@ import { BUSY_TIMEOUT_MS, type Db, databaseFile, openDatabase, writeTransaction 
 import { readServerValue } from "../store/server-keys.js";
 import { type Revocation, recordRevocation } from "../store/token-revocations.js";
 import { loadSigningKeys, rotateSigningKey, SIGNING_KEYS_NAME } from "./signing-keys.js";
+import { REVOCATION_RETENTION_MS } from "./token-lifetime.js";
 
 /** One key as `trellis keys list` shows it. */
 export interface KeyInfo {
@@ -100,5 +101,5 @@ export function rotateKeys(dataDir: string, options: RotateOptions = {}, now: nu
 
 /** Records a revocation straight in the database (the operator's path when the API is not at hand). */
 export function revokeLocally(dataDir: string, revocation: Revocation, now: number = Date.now()): void {
-  withDatabase(dataDir, (db) => writeTransaction(db, (tx) => recordRevocation(tx, revocation, now)));
+  withDatabase(dataDir, (db) => writeTransaction(db, (tx) => recordRevocation(tx, revocation, now, REVOCATION_RETENTION_MS)));
 }

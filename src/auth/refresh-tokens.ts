@@ -1,6 +1,6 @@
 /**
  * Refresh tokens: their format, how one is presented, and their lifetimes (docs/auth.md
- * "Refresh tokens"; storage in src/store/refresh-tokens.ts, the RPCs in exchange.ts).
+ * "Refresh tokens"; storage in src/store/refresh-tokens.ts, the RPCs in src/services/oidc/exchange.ts).
  *
  * Format: standard base64 of a JSON object `{iss, sub, aud, iat, exp, rt}`, where `rt` is 32
  * random bytes (base64url). Not a JWT and not signed: the published SDK reads a refresh

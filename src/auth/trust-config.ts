@@ -14,7 +14,7 @@
  */
 import fs from "node:fs";
 import { parse } from "yaml";
-import { checkIssuerUrl } from "../services/iam/claim-match.js";
+import { checkIssuerUrl } from "./claim-match.js";
 
 export interface TrustedIdp {
   readonly issuer: string;

@@ -23,7 +23,7 @@
  */
 import type { DescMethod } from "@bufbuild/protobuf";
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
-import { logStats } from "../server/logger.js";
+import { logStats } from "./logger.js";
 import type { Db } from "../store/db.js";
 import { storageStats } from "../store/group-commit.js";
 

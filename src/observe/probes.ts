@@ -13,8 +13,13 @@
  * anything else goes on to the doors as before. Nothing here is logged per request.
  */
 import http from "node:http";
-import type { NodeRequest, NodeResponse } from "../server/fast-unary/shared.js";
+import type http2 from "node:http2";
 import type { Metrics } from "./metrics.js";
+
+// What the listener hands the dispatcher on either HTTP version (spelled here, not imported
+// from the server, which sits above this module).
+type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
+type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 /** Undefined when ready, else the short reason readiness fails. */
 export type Readiness = () => "draining" | "database not writable" | undefined;

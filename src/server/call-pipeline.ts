@@ -24,7 +24,7 @@ import { toConnectError } from "../errors/to-connect-error.js";
 import { callerOf } from "../auth/caller.js";
 import { CALL_META } from "../observe/call-meta.js";
 import type { Metrics } from "../observe/metrics.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../observe/logger.js";
 
 /**
  * Runs before the implementation with the decoded request; may throw an ApiError to stop

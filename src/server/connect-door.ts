@@ -27,12 +27,16 @@ import {
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 
-export interface ConnectDoorOptions extends ConnectRouterOptions {
-  readonly routes: (router: ConnectRouter) => void;
+/** What to do with the requests the router cannot serve itself. */
+export interface ConnectDoorHandlers {
   /** A request whose conversion or response writing failed (not a client hanging up). */
   readonly onFailure: (req: Req, res: Res, err: unknown) => void;
   /** A request for a path the router does not serve (its query string stripped). */
   readonly onUnknownPath: (req: Req, res: Res, path: string, knownServices: ReadonlySet<string>) => void;
+}
+
+export interface ConnectDoorOptions extends ConnectRouterOptions, ConnectDoorHandlers {
+  readonly routes: (router: ConnectRouter) => void;
 }
 
 export interface ConnectDoor {
@@ -42,15 +46,36 @@ export interface ConnectDoor {
   serves(path: string): boolean;
 }
 
+/**
+ * The router on its own, before the door: which paths it serves is known before the failure
+ * handling the door needs is built (that handling asks which paths are connect-node's).
+ */
+export interface ConnectRoutes {
+  /** True for the paths the router serves ("/package.Service/Method"). */
+  serves(path: string): boolean;
+  door(handlers: ConnectDoorHandlers): ConnectDoor;
+}
+
 export function createConnectDoor(options: ConnectDoorOptions): ConnectDoor {
+  return connectRoutes(options).door(options);
+}
+
+export function connectRoutes(options: ConnectRouterOptions & { readonly routes: (router: ConnectRouter) => void }): ConnectRoutes {
   // connect-node's default, which connectNodeAdapter would set.
   const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
   options.routes(router);
   const paths = new Map(router.handlers.map((h) => [h.requestPath, h]));
   const services: ReadonlySet<string> = new Set(router.handlers.map((h) => h.service.typeName));
-  const { onFailure, onUnknownPath } = options;
+  const serves = (path: string) => paths.has(path);
+  return { serves, door: (handlers) => Object.assign(serveWith(paths, services, handlers), { serves }) };
+}
 
-  const serve = (req: Req, res: Res): void => {
+function serveWith(
+  paths: ReadonlyMap<string, ConnectRouter["handlers"][number]>,
+  services: ReadonlySet<string>,
+  { onFailure, onUnknownPath }: ConnectDoorHandlers,
+): (req: Req, res: Res) => void {
+  return (req: Req, res: Res): void => {
     const url = req.url ?? "";
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
@@ -84,5 +109,4 @@ export function createConnectDoor(options: ConnectDoorOptions): ConnectDoor {
         onFailure(req, res, reason);
       });
   };
-  return Object.assign(serve, { serves: (path: string) => paths.has(path) });
 }

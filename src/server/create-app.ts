@@ -1,49 +1,49 @@
 /**
- * The composition root: opens the store, builds the service context, wraps every service in
- * the call pipeline, mounts connect-node (gRPC, gRPC-web, Connect) plus reflection and health,
- * and listens on one port. Tests call `startApp` with port 0 and a fresh data directory.
+ * The composition root: opens the store, builds authentication and the services, wraps every
+ * service in the call pipeline once, builds the doors that call the wrapped functions, lists
+ * them in order as the front door (front-door.ts; each door's place is explained where it is
+ * listed), and listens on one port. Tests call `startApp` with port 0 and a fresh data
+ * directory.
  */
 import http2 from "node:http2";
 import path from "node:path";
-import { create, type DescMethod, isMessage, type Message } from "@bufbuild/protobuf";
-import { type HandlerContext } from "@connectrpc/connect";
+import type { DescMethod } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import { credentialInQuery, foldRepeatedAuthorization, tokenInUrlError } from "../auth/authenticate.js";
-import { createExchangeService } from "../auth/exchange.js";
+import { foldRepeatedAuthorization } from "../auth/authenticate.js";
 import { createRefreshTokensRepository } from "../store/refresh-tokens.js";
 import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
-import { type ApiError, CODE_NAMES, internal } from "../errors/api-error.js";
-import { toConnectError } from "../errors/to-connect-error.js";
+import { CODE_NAMES } from "../errors/api-error.js";
 import { createServiceContext } from "../services/context.js";
+import { createExchangeService } from "../services/oidc/exchange.js";
 import { databaseFile, type Db, openDatabase } from "../store/db.js";
 import { msSinceLastWriteOutcome, probeStorage, storageWritable, waitForWriteLockAsync } from "../store/group-commit.js";
 import { ensureBuiltInRoles } from "../store/roles.js";
-import { RestHandlerContext } from "../transcode/handler-context.js";
-import { createRestHandler } from "../transcode/rest-handler.js";
 import { authorityOf, isValidAuthority } from "./authority.js";
 import { type BeforeCallHook, createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
-import { createConnectDoor } from "./connect-door.js";
+import { connectRoutes } from "./connect-door.js";
 import { createCors } from "./cors.js";
 import { registerHealth } from "./health.js";
 import { listen } from "./listener.js";
 import { createFastConnectUnary } from "./fast-unary/connect.js";
 import { createFastGrpcUnary } from "./fast-unary/grpc.js";
 import { createFastGrpcWebUnary } from "./fast-unary/grpc-web.js";
-import type { NodeRequest, NodeResponse } from "./fast-unary/shared.js";
-import { createLogger, type Logger } from "./logger.js";
+import { type Door, frontDoor, type NodeRequest, type NodeResponse, step } from "./front-door.js";
+import { createLogger, type Logger } from "../observe/logger.js";
 import { conformProtocolErrors, rpcProtocolOf } from "./protocol-errors.js";
 import { registerReflection } from "./reflection.js";
 import { strictUtf8Decoder } from "./strict-utf8.js";
-import { abandonResponse, type ErrorDialect, errorDialectOf, invalidAuthority, writeError } from "./request-errors.js";
+import { createRequestFailures, invalidAuthority } from "./request-errors.js";
+import { createRestDoor } from "./rest-door.js";
 import { unknownPathAnswer } from "./unknown-method.js";
-import { apiServices } from "./routes.js";
+import { API_SERVICES, apiServices } from "./routes.js";
 import { trellisVersion } from "../version.js";
-import { attachCallMeta, CALL_META, callMetaOf } from "../observe/call-meta.js";
+import { attachCallMeta } from "../observe/call-meta.js";
 import { createMetrics } from "../observe/metrics.js";
 import { createOpsEndpoints, listenMetrics } from "../observe/probes.js";
 
@@ -101,26 +101,28 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     await ensureBuiltInRoles(db, now());
     const ctx = createServiceContext(db, now);
     const trust = config.trust ?? EMPTY_TRUST;
-    let auth: ReturnType<typeof createAuth> | undefined;
+    const grantsOf = (identityUid: string) => ctx.store.roleBindings.grantsOf(identityUid);
+    // Authentication and authorization first: they plan from the descriptors alone, and the
+    // token exchange (a service like any other) needs the issuer they make.
+    const auth = createAuth({
+      db,
+      now,
+      services: API_SERVICES,
+      grantsOf,
+      userIdps: () =>
+        trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
+    });
     const services = apiServices(ctx, {
       securityTokenService: createExchangeService({
-        issuer: () => (auth as ReturnType<typeof createAuth>).issuer(),
+        issuer: auth.issuer,
         idp: createIdpVerifier(now),
         trust,
         identities: ctx.store.identities,
-        grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
+        grantsOf,
         refreshTokens: createRefreshTokensRepository(db),
         groupsNamed: async (name, within, max) => (await ctx.store.groups.listAll({ uidp: {}, name, within }, max)).map((g) => g.uid),
         now,
       }),
-    });
-    auth = createAuth({
-      db,
-      now,
-      services: services.map((s) => s.service),
-      grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
-      userIdps: () =>
-        trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
     });
     const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
     const metrics = createMetrics(db);
@@ -134,105 +136,21 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     // openDatabase applied them before anything listens, or start-up failed.
     const readiness = () => (stopping ? "draining" : storageWritable(db) ? undefined : "database not writable");
     const onMetricsError = (err: unknown) => log.error({ err }, "metrics could not be collected");
-    const ops = createOpsEndpoints({ readiness, metrics: config.metricsAddr ? undefined : metrics, onMetricsError });
     const shutdown = new AbortController();
 
-    // Each implementation is wrapped once; the RPC doors and the REST door call the same
-    // wrapped functions.
+    // Each implementation is wrapped once; every door calls the same wrapped functions.
     const wrapped = services.map(({ service, impl }) => ({ service, impl: pipeline.wrapService(service, impl) }));
     const byMethod = new Map<DescMethod, (req: unknown, ctx: HandlerContext) => unknown>();
     for (const { service, impl } of wrapped) {
       for (const m of service.methods) byMethod.set(m, (impl as Record<string, never>)[m.localName]);
     }
-    const rest = createRestHandler({
-      services: services.map((s) => s.service),
-      errorDomain: config.errorDomain,
-      maxBodyBytes: LIMITS.maxMessageBytes,
-      // The public URL clients use: the issuer URL (the listen URL unless --issuer-url says
-      // otherwise, e.g. behind a proxy).
-      serverUrl: () => (auth as ReturnType<typeof createAuth>).issuer().issuer,
-      screen({ url }) {
-        const param = credentialInQuery(url);
-        if (param !== undefined) throw tokenInUrlError(param);
-      },
-      // Errors inside the pipeline are logged there; this catches the rest (binding, rendering).
-      onUnexpectedError: (err) => log.error({ err, protocol: "rest" }, "unexpected error"),
-      async invokeUnary(method, request, call) {
-        const fn = byMethod.get(method) as (req: unknown, ctx: HandlerContext) => unknown;
-        // A lean HandlerContext: its signal is linked only if read (handler-context.ts).
-        const context = new RestHandlerContext({
-          method,
-          requestMethod: call.httpMethod,
-          url: call.url,
-          requestHeader: call.headers,
-          requestSignal: () => call.signal,
-          shutdownSignal: shutdown.signal,
-        });
-        context.values.set(CALL_META, callMetaOf(call.nodeRequest));
-        try {
-          const out = await fn(request, context);
-          return (isMessage(out) ? out : create(method.output, out as never)) as Message;
-        } finally {
-          context.release();
-        }
-      },
-    });
-
-    // Bodies that are not UTF-8 are refused, not decoded with U+FFFD (strict-utf8.ts).
-    const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true, textDecoder: strictUtf8Decoder };
-    // The last line of defence for one request, used by every door: anything thrown by or
-    // for a request outside the call pipeline (routing, building its context, reading its
-    // body, writing its answer) is logged and answered INTERNAL in the request's own protocol,
-    // or, once the answer has started, the request alone is cut off (request-errors.ts). The
-    // log names the method and path, never the query (it may carry a credential) or headers.
-    const failRequest = (req: NodeRequest, res: NodeResponse, err: unknown): void => {
-      log.error({ err, method: req.method, path: pathOf(req.url) }, "request failed outside the call pipeline");
-      answerError(req, res, internal(err));
-    };
-    const answerError = (req: NodeRequest, res: NodeResponse, err: ApiError, dialectOverride?: ErrorDialect): void => {
-      if (res.writableEnded) return;
-      if (res.headersSent) {
-        abandonResponse(req, res);
-        return;
-      }
-      try {
-        const dialect = dialectOverride ?? errorDialectOf(req, (path) => !connectDoor.serves(path));
-        writeError(res, dialect, toConnectError(err, config.errorDomain).error);
-        if ("stream" in req && !req.complete) {
-          // Answered before the body was read: tell the client to stop sending (RFC 9113 §8.1).
-          res.once("finish", () => {
-            if (!req.stream.closed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
-          });
-        }
-      } catch (writeErr) {
-        log.error({ err: writeErr }, "could not answer a failed request");
-        abandonResponse(req, res);
-      }
-    };
-
-    // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped implementations
-    // (src/server/fast-unary/); everything else, and everything when fastUnary is false,
-    // goes to connect-node.
-    const fastOptions = {
-      methods: [...byMethod].map(([method, impl]) => ({ method, impl })),
-      readMaxBytes: LIMITS.maxMessageBytes,
-      jsonOptions,
-      maxTimeoutMs: LIMITS.maxTimeoutMs,
-      shutdownSignal: shutdown.signal,
-      onFailure: failRequest,
-    };
-    const fastGrpc = overrides.fastUnary === false ? undefined : createFastGrpcUnary(fastOptions);
-    const fastConnect = overrides.fastUnary === false ? undefined : createFastConnectUnary(fastOptions);
-    const fastGrpcWeb = overrides.fastUnary === false ? undefined : createFastGrpcWebUnary(fastOptions);
-    const connectDoor = createConnectDoor({
+    // connect-node's router: gRPC, gRPC-web and Connect for every service, plus health and
+    // reflection.
+    const rpcRoutes = connectRoutes({
       routes(router) {
         for (const { service, impl } of wrapped) router.service(service, impl);
         registerHealth(router, servingStatus);
-        registerReflection(
-          router,
-          [...services.map((s) => s.service), Health],
-          [file_google_rpc_error_details],
-        );
+        registerReflection(router, [...API_SERVICES, Health], [file_google_rpc_error_details]);
       },
       readMaxBytes: LIMITS.maxMessageBytes,
       maxTimeoutMs: LIMITS.maxTimeoutMs,
@@ -241,7 +159,11 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       // fields with default values are written out (`"resourceLimits": {}`, `"verified": false`)
       // as the published service's JSON shows them.
       jsonOptions,
-      onFailure: failRequest,
+    });
+    // The last line of defence for one request, used by every door (request-errors.ts).
+    const failures = createRequestFailures({ log, errorDomain: config.errorDomain, isRpcPath: rpcRoutes.serves });
+    const connectDoor = rpcRoutes.door({
+      onFailure: failures.fail,
       // Never a bare 404: gRPC, gRPC-web and Connect clients get UNIMPLEMENTED naming the
       // method, anything else REST's NOT_FOUND (unknown-method.ts).
       onUnknownPath(req, res, path, knownServices) {
@@ -254,82 +176,108 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         );
         // The dialect is one of four words, the code one of the gRPC names: bounded labels.
         metrics.recordUnknown(dialect, CODE_NAMES[error.code] ?? "UNKNOWN");
-        answerError(req, res, error, dialect);
+        failures.answer(req, res, error, dialect);
       },
     });
-
-    const cors = createCors(config.corsOrigins ?? []);
-    const versionBody = Buffer.from(JSON.stringify({ name: "trellis", version: trellisVersion() }));
-    const testDispatchHook = overrides.testDispatchHook;
-    const dispatch = (req: NodeRequest, res: NodeResponse): void => {
-      // Before any door reads the headers: a second Authorization header must not vanish.
-      foldRepeatedAuthorization(req);
-      if (cors?.(req, res)) return;
-      if (auth.wellKnown(req, res)) return;
-      // Probes and metrics: no authentication, before any door (src/observe/probes.ts).
-      if (ops(req, res)) return;
-      if (req.url === "/version" && req.method === "GET") {
-        // The server's version for `trellis version` and operators: public, like the
-        // discovery documents (it names the build, nothing about the data).
-        res.writeHead(200, { "content-type": "application/json", "content-length": String(versionBody.length), "cache-control": "no-store" });
-        res.end(versionBody);
-        return;
-      }
-      const toConnect = () => {
-        conformProtocolErrors(req, res, config.errorDomain);
-        connectDoor(req, res);
-      };
-      if (rpcProtocolOf(req) === "grpc") {
-        if (fastGrpc && "stream" in req) {
-          conformProtocolErrors(req, res, config.errorDomain);
-          const fallback = () => connectDoor(req, res);
-          if (!fastGrpc(req, res as http2.Http2ServerResponse, fallback)) fallback();
-          return;
-        }
-        toConnect();
-        return;
-      }
-      const protocol = rpcProtocolOf(req);
-      const fast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
-      if (fast?.(req, res, () => connectDoor(req, res))) {
-        // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
-        conformProtocolErrors(req, res, config.errorDomain);
-        return;
-      }
-      // The REST door answers its own errors; what escapes it (or connect-node after it) is
-      // this request's failure, not an unhandled rejection.
-      rest
-        .handle(req, res)
-        .then((handled) => {
-          if (!handled) toConnect();
-        })
-        .catch((err: unknown) => failRequest(req, res, err));
+    // Plain unary gRPC, gRPC-web and Connect calls take a lean path to the same wrapped
+    // implementations (src/server/fast-unary/); everything else, and everything when
+    // fastUnary is false, goes to connect-node.
+    const fastOptions = {
+      methods: [...byMethod].map(([method, impl]) => ({ method, impl })),
+      readMaxBytes: LIMITS.maxMessageBytes,
+      jsonOptions,
+      maxTimeoutMs: LIMITS.maxTimeoutMs,
+      shutdownSignal: shutdown.signal,
+      onFailure: failures.fail,
     };
+    const fast = overrides.fastUnary !== false;
+    const fastGrpc = fast ? createFastGrpcUnary(fastOptions) : undefined;
+    const fastConnect = fast ? createFastConnectUnary(fastOptions) : undefined;
+    const fastGrpcWeb = fast ? createFastGrpcWebUnary(fastOptions) : undefined;
+    const testDispatchHook = overrides.testDispatchHook;
+    const corsDoor = createCors(config.corsOrigins ?? []);
 
-    const listener = await listen(
-      (req, res) => {
-        try {
-          // First: every answer, even a refusal of the authority, carries the request id.
-          attachCallMeta(req, res);
-          // Before any door: every door builds a URL from the authority (authority.ts).
-          const authority = authorityOf(req);
-          if (!isValidAuthority(authority)) {
-            answerError(req, res, invalidAuthority(authority !== undefined));
-            return;
-          }
-          testDispatchHook?.(req, res);
-          dispatch(req, res);
-        } catch (err) {
-          failRequest(req, res, err);
-        }
-      },
-      {
-        host: config.host,
-        port: config.port,
-        tls: config.tls,
-        limits: overrides.limits,
-      },
+    // The doors that need more than one line, named for the list below.
+    const refuseBadAuthority: Door = (req, res) => {
+      const authority = authorityOf(req);
+      if (isValidAuthority(authority)) return false;
+      failures.answer(req, res, invalidAuthority(authority !== undefined));
+      return true;
+    };
+    const connectNode = (req: NodeRequest, res: NodeResponse): true => {
+      conformProtocolErrors(req, res, config.errorDomain);
+      connectDoor(req, res);
+      return true;
+    };
+    const grpcDoor: Door = (req, res) => {
+      if (rpcProtocolOf(req) !== "grpc") return false;
+      if (!fastGrpc || !("stream" in req)) return connectNode(req, res);
+      conformProtocolErrors(req, res, config.errorDomain);
+      const fallback = () => connectDoor(req, res);
+      if (!fastGrpc(req, res as http2.Http2ServerResponse, fallback)) fallback();
+      return true;
+    };
+    const fastConnectAndGrpcWeb: Door = (req, res) => {
+      const protocol = rpcProtocolOf(req);
+      const tryFast = protocol === "connect" ? fastConnect : protocol === "grpc-web" ? fastGrpcWeb : undefined;
+      if (!tryFast?.(req, res, () => connectDoor(req, res))) return false;
+      // Taken: its answer (or connect-node's, on fallback) is written later, after this patch.
+      conformProtocolErrors(req, res, config.errorDomain);
+      return true;
+    };
+    const restDoor = createRestDoor({
+      services: API_SERVICES,
+      implOf: (method) => byMethod.get(method) as (req: unknown, ctx: HandlerContext) => unknown,
+      errorDomain: config.errorDomain,
+      maxBodyBytes: LIMITS.maxMessageBytes,
+      // The public URL clients use: the issuer URL (the listen URL unless --issuer-url says
+      // otherwise, e.g. behind a proxy).
+      serverUrl: () => auth.issuer().issuer,
+      shutdownSignal: shutdown.signal,
+      log,
+      onFailure: failures.fail,
+    });
+
+    // The front door (front-door.ts): the doors in order; the first that takes a request
+    // answers it, inside the one guard every request gets (request-errors.ts).
+    const handleRequest = frontDoor(
+      [
+        // First: every answer, even a refusal of the authority, carries the request id.
+        step(attachCallMeta),
+        // Before any door: every door builds a URL from the authority (authority.ts).
+        refuseBadAuthority,
+        // Tests only: a failure here is outside every door's own handling.
+        ...(testDispatchHook ? [step(testDispatchHook)] : []),
+        // Before any door reads the headers: a second Authorization header must not vanish.
+        step(foldRepeatedAuthorization),
+        // A browser's preflight (and CORS headers on every answer to an allowed origin).
+        ...(corsDoor ? [corsDoor] : []),
+        // Public GETs before any API door, without a token: the issuer's JWKS and discovery
+        // documents, probes and metrics (a kubelet or a scraper holds no token), the version.
+        auth.wellKnown,
+        createOpsEndpoints({ readiness, metrics: config.metricsAddr ? undefined : metrics, onMetricsError }),
+        versionDoor,
+        // gRPC never reaches REST: over h2 the fast door may take a plain unary call (and
+        // hands anything else to connect-node), otherwise connect-node takes it.
+        grpcDoor,
+        // Plain unary Connect and gRPC-web calls, before REST: a Connect unary POST to a
+        // method's path is an RPC, not a REST route.
+        ...(fast ? [fastConnectAndGrpcWeb] : []),
+        // REST/JSON: the paths of a google.api.http template (and /openapi.json).
+        restDoor,
+        // Last, everything else: connect-node, which answers a path it does not hold itself
+        // (unknown-method.ts).
+        connectNode,
+      ],
+      failures.fail,
     );
+
+    const listener = await listen(handleRequest, {
+      host: config.host,
+      port: config.port,
+      tls: config.tls,
+      limits: overrides.limits,
+    });
     const scheme = config.tls ? "https" : "http";
     const hostForUrl = listener.host.includes(":") ? `[${listener.host}]` : listener.host;
     const url = `${scheme}://${hostForUrl}:${listener.port}`;
@@ -409,9 +357,18 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
   }
 }
 
-/** The path of a request target, without its query (which may carry a credential). */
-function pathOf(url: string | undefined): string {
-  const u = url ?? "";
-  const q = u.indexOf("?");
-  return q < 0 ? u : u.slice(0, q);
-}
+// Bodies that are not UTF-8 are refused, not decoded with U+FFFD (strict-utf8.ts).
+const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true, textDecoder: strictUtf8Decoder };
+
+const versionBody = Buffer.from(JSON.stringify({ name: "trellis", version: trellisVersion() }));
+
+/**
+ * `GET /version`, for `trellis version` and operators: public, like the discovery documents
+ * (it names the build, nothing about the data).
+ */
+const versionDoor: Door = (req, res) => {
+  if (req.url !== "/version" || req.method !== "GET") return false;
+  res.writeHead(200, { "content-type": "application/json", "content-length": String(versionBody.length), "cache-control": "no-store" });
+  res.end(versionBody);
+  return true;
+};

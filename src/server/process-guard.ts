@@ -29,7 +29,7 @@
  * counted and the count goes out with the next line written.
  */
 import type { EventEmitter } from "node:events";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../observe/logger.js";
 
 const LINES_PER_SECOND = 10;
 

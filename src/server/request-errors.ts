@@ -19,8 +19,10 @@ import type http from "node:http";
 import http2 from "node:http2";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, encodeEnvelope, errorToJsonBytes, setTrailerStatus, trailerFlag, trailerSerialize } from "./connect-internals.js";
-import { ApiError, GrpcCode } from "../errors/api-error.js";
+import { ApiError, GrpcCode, internal } from "../errors/api-error.js";
 import { toStatusJson } from "../errors/status-json.js";
+import { toConnectError } from "../errors/to-connect-error.js";
+import type { Logger } from "../observe/logger.js";
 import { httpStatusFromCode } from "../transcode/http-status.js";
 import { encodeGrpcMessage, rpcProtocolOf } from "./protocol-errors.js";
 
@@ -120,4 +122,60 @@ export function abandonResponse(req: Req, res: Res): void {
     return;
   }
   (res as http.ServerResponse).destroy();
+}
+
+/** The last line of defence for one request, shared by every door (module comment). */
+export interface RequestFailures {
+  /**
+   * A request that failed outside the call pipeline (routing, building its context, reading
+   * its body, writing its answer): logged, then answered INTERNAL, or cut off once started.
+   */
+  fail(req: Req, res: Res, err: unknown): void;
+  /** Answers `err` in the request's dialect (or `dialect`), or cuts it off once started. */
+  answer(req: Req, res: Res, err: ApiError, dialect?: ErrorDialect): void;
+}
+
+export function createRequestFailures(options: {
+  readonly log: Logger;
+  readonly errorDomain: string;
+  /** True for connect-node's paths: a Connect-protocol request elsewhere is answered as REST. */
+  readonly isRpcPath: (path: string) => boolean;
+}): RequestFailures {
+  const { log, errorDomain, isRpcPath } = options;
+  const isRestPath = (path: string) => !isRpcPath(path);
+  const answer = (req: Req, res: Res, err: ApiError, dialectOverride?: ErrorDialect): void => {
+    if (res.writableEnded) return;
+    if (res.headersSent) {
+      abandonResponse(req, res);
+      return;
+    }
+    try {
+      const dialect = dialectOverride ?? errorDialectOf(req, isRestPath);
+      writeError(res, dialect, toConnectError(err, errorDomain).error);
+      if ("stream" in req && !req.complete) {
+        // Answered before the body was read: tell the client to stop sending (RFC 9113 §8.1).
+        res.once("finish", () => {
+          if (!req.stream.closed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+        });
+      }
+    } catch (writeErr) {
+      log.error({ err: writeErr }, "could not answer a failed request");
+      abandonResponse(req, res);
+    }
+  };
+  return {
+    answer,
+    // The log names the method and path, never the query (it may carry a credential) or headers.
+    fail(req, res, err) {
+      log.error({ err, method: req.method, path: pathOf(req.url) }, "request failed outside the call pipeline");
+      answer(req, res, internal(err));
+    },
+  };
+}
+
+/** The path of a request target, without its query (which may carry a credential). */
+function pathOf(url: string | undefined): string {
+  const u = url ?? "";
+  const q = u.indexOf("?");
+  return q < 0 ? u : u.slice(0, q);
 }

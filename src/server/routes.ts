@@ -44,38 +44,53 @@ export interface ServiceEntry {
   readonly impl: Partial<ServiceImpl<DescService>>;
 }
 
-function entry<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceEntry {
-  return { service, impl: impl as Partial<ServiceImpl<DescService>> };
-}
-
 /** Implementations built outside the service context (the token exchange needs the issuer). */
 export interface ServiceOverrides {
   readonly securityTokenService?: Partial<ServiceImpl<typeof SecurityTokenService>>;
 }
 
-/** All API services, in the order they appear in reflection. */
+type Build<S extends DescService> = (ctx: ServiceContext, overrides: ServiceOverrides) => Partial<ServiceImpl<S>>;
+interface Row {
+  readonly service: DescService;
+  readonly build: Build<DescService>;
+}
+
+function row<S extends DescService>(service: S, build: Build<S>): Row {
+  return { service, build: build as unknown as Build<DescService> };
+}
+
+/** All API services, in the order they appear in reflection, each with how it is built. */
+const ROWS: readonly Row[] = [
+  // IAM v2beta1
+  row(GroupsService, createGroupsService),
+  row(IdentitiesService, createIdentitiesService),
+  row(RolesService, createRolesService),
+  row(RoleBindingsService, createRoleBindingsService),
+  row(IdentityProvidersService, createIdentityProvidersService),
+  row(AccountAssociationsService, createAccountAssociationsService),
+  row(GroupInvitesService, createGroupInvitesService),
+  // Registry and vulnerabilities v2beta1
+  row(ReposService, createReposService),
+  row(TagsService, createTagsService),
+  row(AdvisoriesService, createAdvisoriesService),
+  // v1 endpoints kept alongside v2
+  row(GroupsV1, createGroupsV1Service),
+  row(RegistryV1, createRegistryV1Service),
+  // Token exchange (src/services/oidc/exchange.ts)
+  row(SecurityTokenService, (_ctx, overrides) => overrides.securityTokenService ?? {}),
+  // Trellis's own: redeeming group invites (not in the published surface)
+  row(InvitesService, createInviteRedemptionService),
+  // Trellis's own: revoking API tokens before they expire
+  row(TokensService, createTokenRevocationService),
+];
+
+/**
+ * The descriptors alone: authorization plans its checks from them before any implementation
+ * exists (the token exchange's needs the issuer, which authentication makes).
+ */
+export const API_SERVICES: readonly DescService[] = ROWS.map((r) => r.service);
+
+/** All API services with their implementations, in the order of API_SERVICES. */
 export function apiServices(ctx: ServiceContext, overrides: ServiceOverrides = {}): ServiceEntry[] {
-  return [
-    // IAM v2beta1
-    entry(GroupsService, createGroupsService(ctx)),
-    entry(IdentitiesService, createIdentitiesService(ctx)),
-    entry(RolesService, createRolesService(ctx)),
-    entry(RoleBindingsService, createRoleBindingsService(ctx)),
-    entry(IdentityProvidersService, createIdentityProvidersService(ctx)),
-    entry(AccountAssociationsService, createAccountAssociationsService(ctx)),
-    entry(GroupInvitesService, createGroupInvitesService(ctx)),
-    // Registry and vulnerabilities v2beta1
-    entry(ReposService, createReposService(ctx)),
-    entry(TagsService, createTagsService(ctx)),
-    entry(AdvisoriesService, createAdvisoriesService(ctx)),
-    // v1 endpoints kept alongside v2
-    entry(GroupsV1, createGroupsV1Service(ctx)),
-    entry(RegistryV1, createRegistryV1Service(ctx)),
-    // Token exchange
-    entry(SecurityTokenService, overrides.securityTokenService ?? {}), // src/auth/exchange.ts
-    // Trellis's own: redeeming group invites (not in the published surface)
-    entry(InvitesService, createInviteRedemptionService(ctx)),
-    // Trellis's own: revoking API tokens before they expire
-    entry(TokensService, createTokenRevocationService(ctx)),
-  ];
+  return ROWS.map(({ service, build }) => ({ service, impl: build(ctx, overrides) as Partial<ServiceImpl<DescService>> }));
 }

@@ -4,8 +4,9 @@
  * (shared-values.ts), so a revocation made by any process is seen by all on their next call.
  *
  * Two kinds of entry, each kept only as long as a token it matches could still be presented
- * (the longest token lifetime plus the clock tolerance, src/auth/token-lifetime.ts), so the
- * document stays as small as the number of revocations in the last day:
+ * (the caller says how long: authentication knows the longest token lifetime and the clock
+ * tolerance, src/auth/token-lifetime.ts; storage does not), so the document stays as small as
+ * the number of revocations in the last day:
  * - one token: its subject and `jti` (both must match: a `jti` named under another subject
  *   revokes nothing of anyone else's);
  * - every token of a subject issued up to a moment: `iat` (whole seconds) at or before the
@@ -16,7 +17,6 @@
  * transaction, so the holder cannot simply refresh back in.
  */
 import { eq } from "drizzle-orm";
-import { CLOCK_TOLERANCE_S, MAX_API_TOKEN_TTL_S } from "../auth/token-lifetime.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { readServerValue } from "./server-keys.js";
@@ -33,9 +33,6 @@ export const REVOCATIONS_NAME = "token_revocations";
  * a wider revocation, never a narrower one.
  */
 export const MAX_TOKEN_ENTRIES_PER_SUBJECT = 100;
-
-/** How long an entry is kept: a token it could match has expired by then. */
-export const REVOCATION_RETENTION_MS = (MAX_API_TOKEN_TTL_S + CLOCK_TOLERANCE_S) * 1000;
 
 interface StoredRevocations {
   /** One token each: subject, jti, when the entry may be dropped (ms). */
@@ -84,13 +81,14 @@ export type Revocation = { readonly subject: string; readonly jti: string } | { 
 
 /**
  * Records `revocation` inside the caller's write transaction `tx` (the server's group
- * commit, or the CLI's BEGIN IMMEDIATE), dropping entries that can no longer match
- * anything; for a whole subject also deletes its refresh tokens. Synchronous.
+ * commit, or the CLI's BEGIN IMMEDIATE), kept for `retentionMs` (after which no token it
+ * matches can be presented), dropping entries that can no longer match anything; for a
+ * whole subject also deletes its refresh tokens. Synchronous.
  */
-export function recordRevocation(tx: Db, revocation: Revocation, now: number): void {
+export function recordRevocation(tx: Db, revocation: Revocation, now: number, retentionMs: number): void {
   const current = readServerValue(tx, REVOCATIONS_NAME);
   const stored = parseStored(current);
-  const until = now + REVOCATION_RETENTION_MS;
+  const until = now + retentionMs;
   const next: StoredRevocations = {
     tokens: stored.tokens.filter((t) => t.until > now),
     subjects: stored.subjects.filter((s) => s.until > now && !(revocation.jti === undefined && s.sub === revocation.subject)),
@@ -120,16 +118,17 @@ export interface RevokedIdentity {
 
 export interface TokenRevocationsRepository {
   /**
-   * Records `revocation` in one write (the server's group commit). `check` runs first inside
+   * Records `revocation` in one write (the server's group commit), kept for `retentionMs`
+   * (recordRevocation). `check` runs first inside
    * the same transaction, with the bindings as they are now and the named identity (undefined
    * when there is none), and may throw, in which case nothing is written.
    */
-  revoke(revocation: Revocation, now: number, check?: (view: GrantView, identity: RevokedIdentity | undefined) => void): Promise<void>;
+  revoke(revocation: Revocation, now: number, retentionMs: number, check?: (view: GrantView, identity: RevokedIdentity | undefined) => void): Promise<void>;
 }
 
 export function createTokenRevocationsRepository(db: Db): TokenRevocationsRepository {
   return {
-    async revoke(revocation, now, check) {
+    async revoke(revocation, now, retentionMs, check) {
       await groupCommit(db, (tx) => {
         if (check) {
           const identity = tx
@@ -139,7 +138,7 @@ export function createTokenRevocationsRepository(db: Db): TokenRevocationsReposi
             .get();
           check(grantView(tx), identity);
         }
-        recordRevocation(tx, revocation, now);
+        recordRevocation(tx, revocation, now, retentionMs);
       });
     },
   };

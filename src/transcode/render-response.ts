@@ -24,7 +24,7 @@
  */
 import { type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, toJson } from "@bufbuild/protobuf";
 import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
-import { formatMillis, jsonWriterFor, nestedMessage } from "./json-writer.js";
+import { formatMillis, jsonWriterFor, nestedMessage } from "../json/json-writer.js";
 import type { Route } from "./route-table.js";
 
 /**

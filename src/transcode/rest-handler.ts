@@ -91,6 +91,12 @@ export type RestHandler = ((req: Req, res: Res) => Promise<boolean>) & {
   readonly table: RouteTable;
   /** The handler itself, under a name. */
   readonly handle: (req: Req, res: Res) => Promise<boolean>;
+  /**
+   * Whether `handle` would take this request (its path is a route's, or the OpenAPI
+   * document's), decided at once and without reading it: the front door asks this before it
+   * hands the request over, so a path that is not ours goes on to the next door now.
+   */
+  readonly takes: (req: Req) => boolean;
 };
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -156,12 +162,22 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     res.end(text);
   }
 
+  const isOpenApi = (rawPath: string, httpMethod: string): boolean =>
+    openApiOption !== false && rawPath === openApiOption.path && httpMethod === "GET";
+
+  function takes(req: Req): boolean {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const rawPath = q < 0 ? url : url.slice(0, q);
+    return table.handles(rawPath) || isOpenApi(rawPath, (req.method ?? "GET").toUpperCase());
+  }
+
   async function handle(req: Req, res: Res): Promise<boolean> {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const rawPath = q < 0 ? url : url.slice(0, q);
     const httpMethod = (req.method ?? "GET").toUpperCase();
-    if (openApiOption !== false && rawPath === openApiOption.path && httpMethod === "GET") {
+    if (isOpenApi(rawPath, httpMethod)) {
       const text = openApiBody();
       (res as http.ServerResponse).writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
       res.end(text);
@@ -228,7 +244,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     return true;
   }
 
-  return Object.assign(handle, { table, handle });
+  return Object.assign(handle, { table, handle, takes });
 }
 
 function header(req: Req, name: string): string | undefined {

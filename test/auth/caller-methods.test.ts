@@ -11,19 +11,19 @@
  *
  * Every rejected call leaves the database unchanged. Also: the 1000-value cap on `uidp.ids`.
  */
-import { ConnectError, createClient } from "@connectrpc/connect";
+import { type DescMessage, type DescMethodUnary, fromJson, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Groups } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { userIdentityUid } from "../../src/store/identities.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { startTestIdp, type TestIdp } from "../support/idp.js";
 import { rest } from "../support/rest.js";
-import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+import { type CallDoor, callDoors } from "../support/call-method.js";
+import { closeGrpcClients } from "../support/transports.js";
 
 const CLIENT_ID = "trellis-cli";
 
@@ -76,96 +76,51 @@ class DoorError extends Error {
 /** Metadata as a test writes it: camelCase members. */
 type Metadata = Record<string, string | boolean>;
 
-/** The operations under test, the same on every door. Failures throw DoorError. `token` undefined = the operator. */
-interface Door {
-  readonly name: string;
-  /** Whether the door can send an empty group uid (REST puts it in the path). */
-  readonly canSendEmptyGroup: boolean;
-  lookupIdentity(token: string | undefined, issuer: string, subject: string): Promise<string>;
-  updateMetadata(token: string | undefined, metadata: Metadata, mask?: string[]): Promise<Metadata>;
-  lookupGroup(v: "v1" | "v2", token: string | undefined): Promise<string>;
-  checkEligibility(v: "v1" | "v2", token: string | undefined): Promise<boolean>;
-  requestAccess(v: "v1" | "v2", token: string | undefined, group: string): Promise<void>;
-  listGroupsByIds(ids: string[]): Promise<string[]>;
-}
-
-function rpcDoor(transport: (typeof rpcTransports)[number]): Door {
-  const clients = (token: string | undefined) => {
-    const tr = transport.create(t.url, token === undefined ? {} : { token });
-    return { groups: createClient(GroupsService, tr), v1: createClient(Groups, tr), identities: createClient(IdentitiesService, tr) };
-  };
-  const wrap = async <T>(p: Promise<T>): Promise<T> => {
-    try {
-      return await p;
-    } catch (err) {
-      if (!(err instanceof ConnectError)) throw err;
-      const fields = err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field) ?? [];
-      throw new DoorError(err.code, err.findDetails(ErrorInfoSchema)[0]?.reason, fields);
-    }
+/**
+ * The operations under test, on one door (test/support/call-method.ts). Failures throw
+ * DoorError. `token` undefined = the operator.
+ */
+function operations(door: CallDoor) {
+  const call = async <M extends DescMessage>(token: string | undefined, method: DescMethodUnary<M>, request: MessageInitShape<M>) => {
+    const out = await door.call(t.url, token, method, request);
+    if (!out.ok) throw new DoorError(out.code, out.reason, out.fields);
+    return out.body;
   };
   return {
-    name: transport.name,
-    canSendEmptyGroup: true,
-    async lookupIdentity(token, issuer, subject) {
-      return (await wrap(clients(token).identities.lookupIdentity({ issuer, subject }))).uid;
+    name: door.name,
+    /** Whether the door can send an empty group uid (REST puts it in the path). */
+    canSendEmptyGroup: door.name !== "rest",
+    async lookupIdentity(token: string | undefined, issuer: string, subject: string): Promise<string> {
+      return String((await call(token, IdentitiesService.method.lookupIdentity, { issuer, subject })).uid);
     },
-    async updateMetadata(token, metadata, mask) {
-      const r = await wrap(clients(token).identities.updateIdentityMetadata({ identityMetadata: metadata, updateMask: mask && { paths: mask } }));
-      return { ...r } as unknown as Metadata;
+    async updateMetadata(token: string | undefined, metadata: Metadata, mask?: string[]): Promise<Metadata> {
+      const method = IdentitiesService.method.updateIdentityMetadata;
+      const body = await call(token, method, { identityMetadata: metadata, updateMask: mask && { paths: mask } });
+      // Every field, defaults included, whichever door answered: the scenarios check that a
+      // mask sets a value back to its default.
+      return toJson(method.output, fromJson(method.output, body), { alwaysEmitImplicit: true }) as Metadata;
     },
-    async lookupGroup(v, token) {
-      const c = clients(token);
-      return v === "v2" ? ((await wrap(c.groups.lookupGroup({}))).group?.uid ?? "") : ((await wrap(c.v1.lookupGroup({}))).group?.id ?? "");
+    async lookupGroup(v: "v1" | "v2", token: string | undefined): Promise<string> {
+      if (v === "v2") return String(((await call(token, GroupsService.method.lookupGroup, {})).group as { uid: string }).uid);
+      return String(((await call(token, Groups.method.lookupGroup, {})).group as { id: string }).id);
     },
-    async checkEligibility(v, token) {
-      const c = clients(token);
-      return v === "v2" ? (await wrap(c.groups.checkEligibility({}))).eligible : (await wrap(c.v1.checkEligibility({}))).eligible;
+    async checkEligibility(v: "v1" | "v2", token: string | undefined): Promise<boolean> {
+      const body = v === "v2" ? await call(token, GroupsService.method.checkEligibility, {}) : await call(token, Groups.method.checkEligibility, {});
+      return body.eligible === true;
     },
-    async requestAccess(v, token, group) {
-      const c = clients(token);
-      await wrap<unknown>(v === "v2" ? c.groups.requestGroupAccess({ groupUid: group }) : c.v1.requestGroupAccess({ groupId: group }));
+    async requestAccess(v: "v1" | "v2", token: string | undefined, group: string): Promise<void> {
+      if (v === "v2") await call(token, GroupsService.method.requestGroupAccess, { groupUid: group });
+      else await call(token, Groups.method.requestGroupAccess, { groupId: group });
     },
-    async listGroupsByIds(ids) {
-      return (await wrap(clients(undefined).groups.listGroups({ uidp: { ids }, pageSize: 100 }))).groups.map((g) => g.uid);
+    async listGroupsByIds(ids: string[]): Promise<string[]> {
+      const body = await call(undefined, GroupsService.method.listGroups, { uidp: { ids }, pageSize: 100 });
+      return ((body.groups as { uid: string }[] | undefined) ?? []).map((g) => g.uid);
     },
   };
 }
 
-const restDoor: Door = {
-  name: "rest",
-  canSendEmptyGroup: false,
-  async lookupIdentity(token, issuer, subject) {
-    return (await call(token, "GET", `/iam/v2beta1/identities:lookupIdentity?${new URLSearchParams({ issuer, subject })}`)).uid;
-  },
-  async updateMetadata(token, metadata, mask) {
-    return call(token, "PATCH", "/iam/v2beta1/identities:updateIdentityMetadata", {
-      identityMetadata: metadata,
-      // A FieldMask in JSON is one string of lowerCamelCase paths (docs/published-api.md "Update masks").
-      ...(mask && { updateMask: mask.map((p) => p.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())).join(",") }),
-    });
-  },
-  async lookupGroup(v, token) {
-    const g = (await call(token, "GET", `/iam/${v === "v2" ? "v2beta1" : "v1"}/groups:lookupGroup`)).group;
-    return v === "v2" ? g.uid : g.id;
-  },
-  async checkEligibility(v, token) {
-    return (await call(token, "GET", `/iam/${v === "v2" ? "v2beta1" : "v1"}/groups:checkEligibility`)).eligible;
-  },
-  async requestAccess(v, token, group) {
-    await call(token, "POST", `/iam/${v === "v2" ? "v2beta1" : "v1"}/groups/${group}:requestGroupAccess`, {});
-  },
-  async listGroupsByIds(ids) {
-    const q = new URLSearchParams(ids.map((id) => ["uidp.ids", id]));
-    return (await call(undefined, "GET", `/iam/v2beta1/groups?pageSize=100&${q}`)).groups.map((g: { uid: string }) => g.uid);
-  },
-};
-
-async function call(token: string | undefined, method: string, path: string, body?: unknown) {
-  const r = await rest(t.url, method, path, body, token === undefined ? {} : { authorization: `Bearer ${token}` });
-  if (r.status === 200) return r.body;
-  const bad = r.body?.details?.find((d: { "@type": string }) => d["@type"].endsWith("BadRequest"));
-  throw new DoorError(r.body?.code, r.body?.details?.[0]?.reason, bad?.fieldViolations?.map((v: { field: string }) => v.field) ?? []);
-}
+const doors = callDoors.map(operations);
+const restDoor = doors.find((d) => d.name === "rest") as (typeof doors)[number];
 
 /** Runs `fn`, expects it to fail without changing the database, returns the DoorError. */
 async function rejected(fn: () => Promise<unknown>): Promise<DoorError> {
@@ -178,8 +133,6 @@ async function rejected(fn: () => Promise<unknown>): Promise<DoorError> {
   expect(snapshotDb(t.dbFile), "a rejected call changed the database").toBe(before);
   return err as DoorError;
 }
-
-const doors: Door[] = [...rpcTransports.map(rpcDoor), restDoor];
 
 describe.each(doors)("caller methods over $name", (door) => {
   /** A subject unique to this door and scenario. */

@@ -6,7 +6,6 @@
  * method: scoped Gets and writes, Lists (visible groups narrowed), anti-escalation (a
  * reduced token grants only what it holds after reduction) and the methods about the caller.
  */
-import { ConnectError, createClient } from "@connectrpc/connect";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Groups } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
@@ -15,7 +14,6 @@ import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/ide
 import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/role_bindings_pb.js";
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
 import { Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { CAP_CLAIM, SCOPES_CLAIM } from "../../src/auth/token-limits.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { userIdentityUid } from "../../src/store/identities.js";
@@ -24,7 +22,8 @@ import { callDoors } from "../support/call-method.js";
 import { snapshotDb } from "../support/db.js";
 import { startTestIdp, type TestIdp } from "../support/idp.js";
 import { rest } from "../support/rest.js";
-import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+import { exchangeDoors } from "../support/exchange-doors.js";
+import { closeGrpcClients } from "../support/transports.js";
 
 const CLIENT_ID = "trellis-cli";
 const SUBJECT = "alice";
@@ -79,59 +78,27 @@ interface Asked {
 }
 type Result = { token: string } | { code: number; reason?: string; field?: string };
 
-interface ExchangeDoor {
-  readonly name: string;
-  exchange(presented: string, asked: Asked): Promise<Result>;
-}
-
-const rpcExchangeDoors: ExchangeDoor[] = rpcTransports.map((transport) => ({
-  name: transport.name,
-  async exchange(presented, asked) {
-    const client = createClient(SecurityTokenService, transport.create(t.url, { token: presented }));
-    try {
-      return { token: (await client.exchange({ aud: [t.app.issuer.audience], cap: asked.cap ?? [], scopes: asked.scopes ?? [], scope: asked.scope ?? "" })).token };
-    } catch (err) {
-      if (!(err instanceof ConnectError)) throw err;
-      return { code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason, field: err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field };
-    }
+/** Exchange asking for a reduction, on each of its doors (test/support/exchange-doors.ts). */
+const scopedDoors = exchangeDoors.map((door) => ({
+  name: door.name,
+  async exchange(presented: string, asked: Asked): Promise<Result> {
+    const out = await door.call(t.url, presented, SecurityTokenService.method.exchange, {
+      aud: [t.app.issuer.audience],
+      cap: asked.cap ?? [],
+      scopes: asked.scopes ?? [],
+      scope: asked.scope ?? "",
+    });
+    if (out.ok) return { token: String(out.body.token) };
+    return { code: out.code, reason: out.reason, field: out.fields[0] };
   },
 }));
-
-function form(asked: Asked): URLSearchParams {
-  const q = new URLSearchParams({ aud: t.app.issuer.audience });
-  for (const c of asked.cap ?? []) q.append("cap", c);
-  for (const s of asked.scopes ?? []) q.append("scopes", s);
-  if (asked.scope) q.set("scope", asked.scope);
-  return q;
-}
-
-function restOutcome(r: Awaited<ReturnType<typeof rest>>): Result {
-  if (r.status === 200) return { token: r.body.token };
-  const bad = r.body.details?.find((d: { "@type": string }) => d["@type"].endsWith("BadRequest"));
-  return { code: r.body.code, reason: r.body.details?.[0]?.reason, field: bad?.fieldViolations?.[0]?.field };
-}
-
-const exchangeDoors: ExchangeDoor[] = [
-  ...rpcExchangeDoors,
-  { name: "rest GET /sts/exchange", exchange: async (presented, asked) => restOutcome(await exchangeRest(presented, form(asked))) },
-  {
-    name: "rest POST /sts/exchange (form)",
-    exchange: async (presented, asked) =>
-      restOutcome(
-        await rest(t.url, "POST", "/sts/exchange", form(asked).toString(), {
-          authorization: `Bearer ${presented}`,
-          "content-type": "application/x-www-form-urlencoded",
-        }),
-      ),
-  },
-];
 
 function tokenOf(r: Result): string {
   if (!("token" in r)) throw new Error(`exchange refused: ${JSON.stringify(r)}`);
   return r.token;
 }
 
-describe.each(exchangeDoors)("exchange with cap/scopes over $name", (door) => {
+describe.each(scopedDoors)("exchange with cap/scopes over $name", (door) => {
   it("mints exactly the reduction asked for, and the token is worth only that", async () => {
     const token = tokenOf(await door.exchange(await aliceToken(), { cap: ["groups.list", "groups.list"], scopes: [alpha] }));
     const claims = decodeJwt(token);
@@ -174,8 +141,8 @@ describe("a down-scoped token on every API door", () => {
   let listOnly: string; // cap groups.list, scopes alpha
   let granter: string; // cap role_bindings.create + groups.list, scopes alpha
   beforeAll(async () => {
-    listOnly = tokenOf(await exchangeDoors[4]!.exchange(await aliceToken(), { cap: ["groups.list"], scopes: [alpha] }));
-    granter = tokenOf(await exchangeDoors[4]!.exchange(await aliceToken(), { cap: ["role_bindings.create", "groups.list"], scopes: [alpha] }));
+    listOnly = tokenOf(await scopedDoors[4]!.exchange(await aliceToken(), { cap: ["groups.list"], scopes: [alpha] }));
+    granter = tokenOf(await scopedDoors[4]!.exchange(await aliceToken(), { cap: ["role_bindings.create", "groups.list"], scopes: [alpha] }));
   });
 
   describe.each(callDoors)("over $name", (door) => {
@@ -238,12 +205,12 @@ describe("a down-scoped token on every API door", () => {
       // The identity is owner (it holds repo.update); the token was reduced to repo.create.
       const name = `kept-${door.name.replace(/[^a-z]/g, "")}`;
       const existing = (await op("POST", `/registry/v2beta1/repos/${alpha}`, { name, bundles: ["application"] })).uid;
-      const creator = tokenOf(await exchangeDoors[4]!.exchange(await aliceToken(), { cap: ["repo.create"], scopes: [alpha] }));
+      const creator = tokenOf(await scopedDoors[4]!.exchange(await aliceToken(), { cap: ["repo.create"], scopes: [alpha] }));
       const before = snapshotDb(t.dbFile);
       const replaced = await door.call(t.url, creator, Registry.method.createRepo, { parentId: alpha, repo: { name, description: "hijacked" } });
       expect(replaced).toMatchObject({ ok: false, code: 7 });
       expect(snapshotDb(t.dbFile)).toBe(before);
-      const both = tokenOf(await exchangeDoors[4]!.exchange(await aliceToken(), { cap: ["repo.create", "repo.update"], scopes: [alpha] }));
+      const both = tokenOf(await scopedDoors[4]!.exchange(await aliceToken(), { cap: ["repo.create", "repo.update"], scopes: [alpha] }));
       const updated = await door.call(t.url, both, Registry.method.createRepo, { parentId: alpha, repo: { name, description: "updated" } });
       expect(updated, JSON.stringify(updated)).toMatchObject({ ok: true, body: { id: existing, description: "updated" } });
     });

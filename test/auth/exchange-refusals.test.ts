@@ -9,18 +9,17 @@
  * The server's clock is moved (TestApp.advanceClock) instead of waiting: the fake IdP signs
  * with `iat` = its real now, so a server clock set back N seconds sees `iat` N seconds ahead.
  */
-import { ConnectError, createClient } from "@connectrpc/connect";
 import { decodeJwt } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { CLOCK_TOLERANCE_S } from "../../src/auth/tokens.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { type FakeIdp, startFakeIdp } from "../support/fake-idp.js";
 import { rest } from "../support/rest.js";
-import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+import { exchangeDoors } from "../support/exchange-doors.js";
+import { closeGrpcClients } from "../support/transports.js";
 
 const CLIENT_ID = "trellis-cli";
 const SUBJECT = "repo:acme/app:ref:refs/heads/main";
@@ -58,47 +57,17 @@ interface Result {
   readonly status?: number;
 }
 
-interface ExchangeDoor {
-  readonly name: string;
-  exchange(presented: string, identity: string): Promise<Result>;
-}
-
 const api = () => t.app.issuer.audience;
 
-const DOORS: ExchangeDoor[] = [
-  ...rpcTransports.map(
-    (transport): ExchangeDoor => ({
-      name: transport.name,
-      async exchange(presented, id) {
-        const client = createClient(SecurityTokenService, transport.create(t.url, { token: presented }));
-        try {
-          return { token: (await client.exchange({ aud: [api()], identity: id })).token };
-        } catch (err) {
-          if (!(err instanceof ConnectError)) throw err;
-          return { code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason, message: err.rawMessage };
-        }
-      },
-    }),
-  ),
-  ...(["GET", "POST"] as const).map(
-    (method): ExchangeDoor => ({
-      name: `rest ${method} /sts/exchange${method === "POST" ? " (form)" : ""}`,
-      async exchange(presented, id) {
-        const q = new URLSearchParams({ aud: api() });
-        if (id) q.set("identity", id);
-        const r =
-          method === "GET"
-            ? await rest(t.url, "GET", `/sts/exchange?${q}`, undefined, { authorization: `Bearer ${presented}` })
-            : await rest(t.url, "POST", "/sts/exchange", q.toString(), {
-                authorization: `Bearer ${presented}`,
-                "content-type": "application/x-www-form-urlencoded",
-              });
-        if (r.status === 200) return { token: r.body.token, status: 200 };
-        return { code: r.body.code, reason: r.body.details?.[0]?.reason, message: r.body.message, status: r.status };
-      },
-    }),
-  ),
-];
+/** Exchange on each of its doors (test/support/exchange-doors.ts). */
+const DOORS = exchangeDoors.map((door) => ({
+  name: door.name,
+  async exchange(presented: string, identity: string): Promise<Result> {
+    const out = await door.call(t.url, presented, SecurityTokenService.method.exchange, { aud: [api()], identity });
+    if (out.ok) return { token: String(out.body.token), status: out.status };
+    return { code: out.code, reason: out.reason, message: out.message, status: out.status };
+  },
+}));
 
 describe.each(DOORS)("the exchange over $name", (door) => {
   it("refuses an IdP token whose iat is beyond the clock skew in the future, and takes one within it", async () => {

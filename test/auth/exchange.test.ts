@@ -3,15 +3,15 @@
  * gRPC-web, and REST `GET /sts/exchange` plus the form-encoded POST. An identity-provider
  * token started inside the test (test/support/idp.ts) is traded for a 1-hour API token.
  */
-import { ConnectError, createClient } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { userIdentityUid } from "../../src/store/identities.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { exchangeDoors } from "../support/exchange-doors.js";
 import { snapshotDb } from "../support/db.js";
 import { startTestIdp, type TestIdp } from "../support/idp.js";
 import { rest } from "../support/rest.js";
@@ -60,64 +60,24 @@ interface ExchangeResult {
   readonly field?: string;
 }
 
-/** One way to call Exchange; failures come back as code/reason instead of throwing. */
-interface Door {
-  readonly name: string;
-  exchange(presented: string | undefined, aud: string[], identity?: string): Promise<ExchangeResult>;
-}
-
-const rpcDoors: Door[] = rpcTransports.map((transport) => ({
-  name: transport.name,
-  async exchange(presented, aud, identity = "") {
-    const client = createClient(SecurityTokenService, transport.create(t.url, { token: presented ?? null }));
-    try {
-      return { token: (await client.exchange({ aud, identity })).token };
-    } catch (err) {
-      if (!(err instanceof ConnectError)) throw err;
-      const field = err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field;
-      return { code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason, message: err.rawMessage, field };
+/**
+ * Exchange on each of its doors (test/support/exchange-doors.ts); failures come back as
+ * code/reason instead of throwing. `presented` undefined sends no Authorization header.
+ */
+const doors = exchangeDoors.map((door) => ({
+  name: door.name,
+  async exchange(presented: string | undefined, aud: string[], identity = ""): Promise<ExchangeResult> {
+    const out = await door.call(t.url, presented ?? null, SecurityTokenService.method.exchange, { aud, identity });
+    if (!out.ok) return { code: out.code, reason: out.reason, message: out.message, field: out.fields[0] };
+    if (out.status !== undefined) {
+      // REST: exactly the RawToken shape, which the SDK parses strictly (docs/published-api.md "The token exchange").
+      expect(Object.keys(out.body)).toContain("token");
+      expect(Object.keys(out.body).filter((k) => !["token", "refreshToken", "expiry"].includes(k))).toEqual([]);
     }
+    return { token: String(out.body.token) };
   },
 }));
-
-function restResult(r: Awaited<ReturnType<typeof rest>>): ExchangeResult {
-  if (r.status === 200) {
-    // Exactly the RawToken shape: the SDK parses it strictly (docs/published-api.md "The token exchange").
-    expect(Object.keys(r.body)).toContain("token");
-    expect(Object.keys(r.body).filter((k) => !["token", "refreshToken", "expiry"].includes(k))).toEqual([]);
-    return { token: r.body.token };
-  }
-  const bad = r.body.details?.find((d: { "@type": string }) => d["@type"].endsWith("BadRequest"));
-  return { code: r.body.code, reason: r.body.details?.[0]?.reason, message: r.body.message, field: bad?.fieldViolations?.[0]?.field };
-}
-
-const restDoors: Door[] = [
-  {
-    name: "rest GET /sts/exchange",
-    async exchange(presented, aud, identity) {
-      const q = new URLSearchParams();
-      for (const a of aud) q.append("aud", a);
-      if (identity) q.set("identity", identity);
-      return restResult(await rest(t.url, "GET", `/sts/exchange?${q}`, undefined, { authorization: presented ? `Bearer ${presented}` : "" }));
-    },
-  },
-  {
-    name: "rest POST /sts/exchange (form)",
-    async exchange(presented, aud, identity) {
-      const q = new URLSearchParams();
-      for (const a of aud) q.append("aud", a);
-      if (identity) q.set("identity", identity);
-      return restResult(
-        await rest(t.url, "POST", "/sts/exchange", q.toString(), {
-          authorization: presented ? `Bearer ${presented}` : "",
-          "content-type": "application/x-www-form-urlencoded",
-        }),
-      );
-    },
-  },
-];
-
-const doors = [...rpcDoors, ...restDoors];
+const restDoors = doors.filter((d) => d.name.startsWith("rest"));
 const api = () => t.app.issuer.audience;
 
 describe.each(doors)("token exchange over $name", (door) => {

@@ -15,8 +15,7 @@
  *   ListEolTags, ListBuildReports, GetBuildStatus): that answer is made by the method after
  *   authorization let the call through, so it proves the same thing as a served call.
  */
-import { type DescMethod, type DescService, getOption } from "@bufbuild/protobuf";
-import { ConnectError, createClient } from "@connectrpc/connect";
+import type { DescMethod, DescMethodUnary, DescService } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Groups as GroupsV1 } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
 import { AccountAssociationsService } from "../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
@@ -30,14 +29,13 @@ import { Registry as RegistryV1 } from "../../gen/chainguard/platform/registry/r
 import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { TagsService } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import { AdvisoriesService } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
-import { http } from "../../gen/google/api/annotations_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { buildPlans } from "../../src/auth/iam-plan.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken } from "../support/auth.js";
 import { rest } from "../support/rest.js";
-import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+import { type CallDoor, callDoors } from "../support/call-method.js";
+import { closeGrpcClients } from "../support/transports.js";
 
 const SERVICES: DescService[] = [
   GroupsService,
@@ -96,50 +94,18 @@ interface Outcome {
   readonly reason?: string;
 }
 
-type Call = (method: DescMethod, filter: string, field: string, named: string, token: string) => Promise<Outcome>;
-
-const rpcCall = (transport: (typeof rpcTransports)[number]): Call => {
-  // One transport per caller and door: a transport per call would leave an HTTP/2 session
-  // open for each, and the server caps the connections one peer may hold.
-  const byToken = new Map<string, ReturnType<typeof transport.create>>();
-  return async (method, filter, field, named, token) => {
-    let tr = byToken.get(token);
-    if (!tr) {
-      tr = transport.create(t.url, { token });
-      byToken.set(token, tr);
-    }
-    const client = createClient(method.parent, tr) as unknown as Record<string, (req: unknown) => Promise<unknown>>;
-    try {
-      await client[method.localName]!({ [filter]: { [field]: named } });
-      return { code: 0 };
-    } catch (err) {
-      if (!(err instanceof ConnectError)) throw err;
-      return { code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason };
-    }
+/** One List narrowed to `named` by `filter.field`, on one door (test/support/call-method.ts). */
+const callOn =
+  (door: CallDoor) =>
+  async (method: DescMethod, filter: string, field: string, named: string, token: string): Promise<Outcome> => {
+    const out = await door.call(t.url, token, method as DescMethodUnary, { [filter]: { [field]: named } });
+    return out.ok ? { code: 0 } : { code: out.code, reason: out.reason };
   };
-};
-
-/** The List's GET path from its google.api.http rule (no path variables on a List). */
-function restPath(method: DescMethod): string {
-  const rule = getOption(method, http);
-  if (rule.pattern.case !== "get" || rule.pattern.value.includes("{")) throw new Error(`${method.name}: not a plain GET rule`);
-  return rule.pattern.value;
-}
-
-const restCall: Call = async (method, filter, field, named, token) => {
-  const r = await rest(t.url, "GET", `${restPath(method)}?${filter}.${field}=${named}`, undefined, { authorization: `Bearer ${token}` });
-  if (r.status === 200) return { code: 0 };
-  expect([403, 501], JSON.stringify(r.body)).toContain(r.status);
-  return { code: r.body.code, reason: r.body.details?.[0]?.reason };
-};
 
 /** What a method that cannot be served answers once authorization has let the call through. */
 const PAST_AUTHORIZATION: Outcome = { code: 12, reason: "UNIMPLEMENTED" };
 
-const DOORS: { name: string; call: Call }[] = [
-  ...rpcTransports.map((tr) => ({ name: tr.name, call: rpcCall(tr) })),
-  { name: "rest", call: restCall },
-];
+const DOORS = callDoors.map((door) => ({ name: door.name, call: callOn(door) }));
 
 describe("Lists narrowed to a group the caller cannot see", () => {
   it("covers every List with a UIDPFilter (13 today), each with descendants_of and children_of", () => {
@@ -150,9 +116,8 @@ describe("Lists narrowed to a group the caller cannot see", () => {
   describe.each(DOORS)("over $name", (door) => {
     it.each(LISTS.map((l) => ({ ...l, name: `${l.method.parent.name}.${l.method.name}` })))("$name", async ({ method, filter, fields }) => {
       for (const f of fields) {
-        // REST takes the proto names in the query; the RPC clients take the local names.
-        const [filterName, fieldName] = door.name === "rest" ? [filter.name, f.name] : [filter.localName, f.localName];
-        const call = (named: string, token: string) => door.call(method, filterName, fieldName, named, token);
+        // The request as a client builds it (local names); the REST door lays it out in the query.
+        const call = (named: string, token: string) => door.call(method, filter.localName, f.localName, named, token);
         const where = `${method.name} ${f.name}`;
         for (const [named, token, who] of [
           [tree.B, tokens.alice, "alice → B"],

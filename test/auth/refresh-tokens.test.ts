@@ -10,20 +10,20 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { ConnectError, createClient } from "@connectrpc/connect";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { REFRESH_REQUEST_HEADER } from "../../src/auth/refresh-tokens.js";
 import { CAP_CLAIM, SCOPES_CLAIM } from "../../src/auth/token-limits.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { userIdentityUid } from "../../src/store/identities.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import type { CallOutcome } from "../support/call-method.js";
+import { exchangeDoors } from "../support/exchange-doors.js";
 import { snapshotDb } from "../support/db.js";
 import { startTestIdp, type TestIdp } from "../support/idp.js";
 import { rest } from "../support/rest.js";
-import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+import { closeGrpcClients } from "../support/transports.js";
 
 const CLIENT_ID = "trellis-cli";
 const REGISTRY = "registry.example.test";
@@ -72,79 +72,49 @@ function rows(): { token_hash: string; family_id: string; identity_uid: string; 
   }
 }
 
-function failure(err: unknown): Outcome {
-  if (!(err instanceof ConnectError)) throw err;
-  return { ok: false, code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason, field: err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field };
-}
-
-function restFailure(r: Awaited<ReturnType<typeof rest>>): Outcome {
-  const bad = r.body.details?.find((d: { "@type": string }) => d["@type"].endsWith("BadRequest"));
-  return { ok: false, code: r.body.code, reason: r.body.details?.[0]?.reason, field: bad?.fieldViolations?.[0]?.field };
-}
-
-interface Doors {
-  readonly name: string;
-  exchange(presented: string, asked: Asked): Promise<Outcome>;
-  refresh(refreshToken: string, asked: Asked): Promise<Outcome>;
+function failure(out: CallOutcome & { ok: false }): Outcome {
+  return { ok: false, code: out.code, reason: out.reason, field: out.fields[0] };
 }
 
 const api = () => t.app.issuer.audience;
 
-function form(asked: Asked): URLSearchParams {
-  const q = new URLSearchParams();
-  for (const a of asked.aud ?? [api()]) q.append("aud", a);
-  for (const c of asked.cap ?? []) q.append("cap", c);
-  for (const s of asked.scopes ?? []) q.append("scopes", s);
-  if (asked.identity) q.set("identity", asked.identity);
-  return q;
-}
-
-const rpcDoors: Doors[] = rpcTransports.map((transport) => ({
-  name: transport.name,
-  async exchange(presented, asked) {
-    const client = createClient(SecurityTokenService, transport.create(t.url, { token: presented }));
-    const headers: Record<string, string> = asked.refresh === undefined ? {} : { [REFRESH_REQUEST_HEADER]: asked.refresh };
-    try {
-      const r = await client.exchange({ aud: asked.aud ?? [api()], cap: asked.cap ?? [], scopes: asked.scopes ?? [], identity: asked.identity ?? "" }, { headers });
-      return { ok: true, token: r.token, refreshToken: r.refreshToken };
-    } catch (err) {
-      return failure(err);
-    }
-  },
-  async refresh(refreshToken, asked) {
-    const client = createClient(SecurityTokenService, transport.create(t.url, { token: refreshToken }));
-    try {
-      const r = await client.exchangeRefreshToken({ aud: asked.aud ?? [api()], cap: asked.cap ?? [], scopes: asked.scopes ?? [] });
-      return { ok: true, token: r.token?.token ?? "", refreshToken: r.refreshToken?.token ?? "", refreshExpiry: r.refreshToken?.expiry ? "set" : undefined };
-    } catch (err) {
-      return failure(err);
-    }
-  },
-}));
-
-const restDoor: Doors = {
-  name: "rest (form POST)",
-  async exchange(presented, asked) {
-    const headers: Record<string, string> = { authorization: `Bearer ${presented}`, "content-type": "application/x-www-form-urlencoded" };
-    if (asked.refresh !== undefined) headers[REFRESH_REQUEST_HEADER] = asked.refresh;
-    const r = await rest(t.url, "POST", "/sts/exchange", form(asked).toString(), headers);
-    if (r.status !== 200) return restFailure(r);
-    expect(Object.keys(r.body).sort()).toEqual(["expiry", "refreshToken", "token"]);
-    return { ok: true, token: r.body.token, refreshToken: r.body.refreshToken };
-  },
-  async refresh(refreshToken, asked) {
-    const r = await rest(t.url, "POST", "/sts/exchange_refresh_token", form(asked).toString(), {
-      authorization: `Bearer ${refreshToken}`,
-      "content-type": "application/x-www-form-urlencoded",
-    });
-    if (r.status !== 200) return restFailure(r);
-    // Exactly the TokenPair shape the SDK parses strictly.
-    expect(Object.keys(r.body).sort()).toEqual(["refreshToken", "token"]);
-    return { ok: true, token: r.body.token.token, refreshToken: r.body.refreshToken.token, refreshExpiry: r.body.refreshToken.expiry ? "set" : undefined };
-  },
-};
-
-const allDoors = [...rpcDoors, restDoor];
+/**
+ * Exchange and ExchangeRefreshToken on each door that serves both (test/support/
+ * exchange-doors.ts: the RPC transports and REST's form POST).
+ */
+const allDoors = exchangeDoors
+  .filter((door) => door.name !== "rest GET /sts/exchange")
+  .map((door) => ({
+    name: door.name,
+    async exchange(presented: string, asked: Asked): Promise<Outcome> {
+      const headers: Record<string, string> = asked.refresh === undefined ? {} : { [REFRESH_REQUEST_HEADER]: asked.refresh };
+      const out = await door.call(
+        t.url,
+        presented,
+        SecurityTokenService.method.exchange,
+        { aud: asked.aud ?? [api()], cap: asked.cap ?? [], scopes: asked.scopes ?? [], identity: asked.identity ?? "" },
+        { headers },
+      );
+      if (!out.ok) return failure(out);
+      // REST: exactly the RawToken shape the SDK parses strictly.
+      if (out.status !== undefined) expect(Object.keys(out.body).sort()).toEqual(["expiry", "refreshToken", "token"]);
+      return { ok: true, token: String(out.body.token), refreshToken: String(out.body.refreshToken ?? "") };
+    },
+    async refresh(refreshToken: string, asked: Asked): Promise<Outcome> {
+      const out = await door.call(t.url, refreshToken, SecurityTokenService.method.exchangeRefreshToken, {
+        aud: asked.aud ?? [api()],
+        cap: asked.cap ?? [],
+        scopes: asked.scopes ?? [],
+      });
+      if (!out.ok) return failure(out);
+      // REST: exactly the TokenPair shape the SDK parses strictly.
+      if (out.status !== undefined) expect(Object.keys(out.body).sort()).toEqual(["refreshToken", "token"]);
+      const access = (out.body.token ?? {}) as { token?: string };
+      const refresh = (out.body.refreshToken ?? {}) as { token?: string; expiry?: string };
+      return { ok: true, token: access.token ?? "", refreshToken: refresh.token ?? "", refreshExpiry: refresh.expiry ? "set" : undefined };
+    },
+  }));
+const restDoor = allDoors.find((d) => d.name.startsWith("rest")) as (typeof allDoors)[number];
 let n = 0;
 
 /** A fresh user (so families of different tests never meet), bound owner at org. */

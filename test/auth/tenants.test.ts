@@ -8,32 +8,19 @@
  * one get the same PERMISSION_DENIED; founding an organization makes the founder its owner;
  * a deleted binding stops granting on the very next call.
  */
-import { ConnectError, createClient } from "@connectrpc/connect";
+import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/role_bindings_pb.js";
 import { RolesService } from "../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken } from "../support/auth.js";
 import { snapshotDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
-import { closeGrpcClients, rpcTransports } from "../support/transports.js";
-
-/** The operations the scenarios need, the same on every door. Failures throw DoorError. */
-interface Door {
-  readonly name: string;
-  listGroups(token: string, descendantsOf?: string): Promise<{ uids: string[]; total: number }>;
-  getGroup(token: string, uid: string): Promise<string>;
-  createGroup(token: string, parent: string, name: string): Promise<string>;
-  updateGroup(token: string, uid: string, description: string): Promise<void>;
-  deleteGroup(token: string, uid: string): Promise<void>;
-  listRoleBindings(token: string): Promise<{ uids: string[]; total: number }>;
-  listIdentities(token: string): Promise<{ uids: string[]; total: number }>;
-  listRoles(token: string): Promise<{ names: string[]; total: number }>;
-}
+import { type CallDoor, callDoors } from "../support/call-method.js";
+import { closeGrpcClients } from "../support/transports.js";
 
 class DoorError extends Error {
   constructor(
@@ -44,97 +31,54 @@ class DoorError extends Error {
   }
 }
 
-function rpcDoor(transport: (typeof rpcTransports)[number]): Door {
-  const clients = (token: string) => {
-    const tr = transport.create(t.url, { token });
-    return {
-      groups: createClient(GroupsService, tr),
-      bindings: createClient(RoleBindingsService, tr),
-      identities: createClient(IdentitiesService, tr),
-      roles: createClient(RolesService, tr),
-    };
+type Listed = { uids: string[]; total: number };
+const uidsOf = (items: unknown): string[] => ((items as { uid: string }[] | undefined) ?? []).map((x) => x.uid);
+
+/**
+ * The operations the scenarios need, on one door (test/support/call-method.ts). Failures
+ * throw DoorError.
+ */
+function operations(door: CallDoor) {
+  const call = async <M extends DescMessage>(token: string, method: DescMethodUnary<M>, request: MessageInitShape<M>) => {
+    const out = await door.call(t.url, token, method, request);
+    if (!out.ok) throw new DoorError(out.code, out.reason);
+    return out.body;
   };
-  const wrap = async <T>(p: Promise<T>): Promise<T> => {
-    try {
-      return await p;
-    } catch (err) {
-      if (!(err instanceof ConnectError)) throw err;
-      throw new DoorError(err.code, err.findDetails(ErrorInfoSchema)[0]?.reason);
-    }
-  };
+  const total = (b: { totalCount?: unknown }) => Number(b.totalCount ?? 0);
   return {
-    name: transport.name,
-    async listGroups(token, descendantsOf) {
-      const r = await wrap(clients(token).groups.listGroups({ pageSize: 200, uidp: descendantsOf ? { descendantsOf } : undefined }));
-      return { uids: r.groups.map((g) => g.uid), total: Number(r.totalCount) };
+    name: door.name,
+    async listGroups(token: string, descendantsOf?: string): Promise<Listed> {
+      const b = await call(token, GroupsService.method.listGroups, { pageSize: 200, uidp: descendantsOf ? { descendantsOf } : undefined });
+      return { uids: uidsOf(b.groups), total: total(b) };
     },
-    async getGroup(token, uid) {
-      return (await wrap(clients(token).groups.getGroup({ uid }))).name;
+    async getGroup(token: string, uid: string): Promise<string> {
+      return String((await call(token, GroupsService.method.getGroup, { uid })).name);
     },
-    async createGroup(token, parent, name) {
-      return (await wrap(clients(token).groups.createGroup({ parent, group: { name } }))).uid;
+    async createGroup(token: string, parent: string, name: string): Promise<string> {
+      return String((await call(token, GroupsService.method.createGroup, { parent, group: { name } })).uid);
     },
-    async updateGroup(token, uid, description) {
-      await wrap(clients(token).groups.updateGroup({ group: { uid, description }, updateMask: { paths: ["description"] } }));
+    async updateGroup(token: string, uid: string, description: string): Promise<void> {
+      await call(token, GroupsService.method.updateGroup, { group: { uid, description }, updateMask: { paths: ["description"] } });
     },
-    async deleteGroup(token, uid) {
-      await wrap(clients(token).groups.deleteGroup({ uid }));
+    async deleteGroup(token: string, uid: string): Promise<void> {
+      await call(token, GroupsService.method.deleteGroup, { uid });
     },
-    async listRoleBindings(token) {
-      const r = await wrap(clients(token).bindings.listRoleBindings({ pageSize: 200 }));
-      return { uids: r.roleBindings.map((b) => b.uid), total: Number(r.totalCount) };
+    async listRoleBindings(token: string): Promise<Listed> {
+      const b = await call(token, RoleBindingsService.method.listRoleBindings, { pageSize: 200 });
+      return { uids: uidsOf(b.roleBindings), total: total(b) };
     },
-    async listIdentities(token) {
-      const r = await wrap(clients(token).identities.listIdentities({ pageSize: 200 }));
-      return { uids: r.identities.map((i) => i.uid), total: Number(r.totalCount) };
+    async listIdentities(token: string): Promise<Listed> {
+      const b = await call(token, IdentitiesService.method.listIdentities, { pageSize: 200 });
+      return { uids: uidsOf(b.identities), total: total(b) };
     },
-    async listRoles(token) {
-      const r = await wrap(clients(token).roles.listRoles({ pageSize: 200 }));
-      return { names: r.roles.map((x) => x.name), total: Number(r.totalCount) };
+    async listRoles(token: string): Promise<{ names: string[]; total: number }> {
+      const b = await call(token, RolesService.method.listRoles, { pageSize: 200 });
+      return { names: ((b.roles as { name: string }[] | undefined) ?? []).map((x) => x.name), total: total(b) };
     },
   };
 }
 
-const restDoor: Door = (() => {
-  const call = async (token: string, method: string, path: string, body?: unknown) => {
-    const r = await rest(t.url, method, path, body, { authorization: `Bearer ${token}` });
-    if (r.status >= 400) throw new DoorError(r.body.code, r.body.details?.[0]?.reason);
-    return r.body;
-  };
-  return {
-    name: "rest",
-    async listGroups(token, descendantsOf) {
-      const b = await call(token, "GET", `/iam/v2beta1/groups?page_size=200${descendantsOf ? `&uidp.descendants_of=${descendantsOf}` : ""}`);
-      return { uids: b.groups.map((g: { uid: string }) => g.uid), total: Number(b.totalCount) };
-    },
-    async getGroup(token, uid) {
-      return (await call(token, "GET", `/iam/v2beta1/groups/${uid}`)).name;
-    },
-    async createGroup(token, parent, name) {
-      return (await call(token, "POST", `/iam/v2beta1/groups${parent ? `/${parent}` : ""}`, { name })).uid;
-    },
-    async updateGroup(token, uid, description) {
-      await call(token, "PATCH", `/iam/v2beta1/groups/${uid}?updateMask=description`, { description });
-    },
-    async deleteGroup(token, uid) {
-      await call(token, "DELETE", `/iam/v2beta1/groups/${uid}`);
-    },
-    async listRoleBindings(token) {
-      const b = await call(token, "GET", "/iam/v2beta1/roleBindings?page_size=200");
-      return { uids: b.roleBindings.map((x: { uid: string }) => x.uid), total: Number(b.totalCount) };
-    },
-    async listIdentities(token) {
-      const b = await call(token, "GET", "/iam/v2beta1/identities?page_size=200");
-      return { uids: b.identities.map((x: { uid: string }) => x.uid), total: Number(b.totalCount) };
-    },
-    async listRoles(token) {
-      const b = await call(token, "GET", "/iam/v2beta1/roles?page_size=200");
-      return { names: b.roles.map((x: { name: string }) => x.name), total: Number(b.totalCount) };
-    },
-  };
-})();
-
-const doors: Door[] = [...rpcTransports.map(rpcDoor), restDoor];
+const doors = callDoors.map(operations);
 
 let t: TestApp;
 const tree: Record<"A" | "A1" | "A2" | "B" | "B1" | "B2", string> = { A: "", A1: "", A2: "", B: "", B1: "", B2: "" };

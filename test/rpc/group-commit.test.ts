@@ -5,57 +5,32 @@
  * writes that were reported as successful. (That they did share transactions is asserted at
  * the store level, test/store/group-commit.test.ts, which can count COMMITs.)
  */
-import { ConnectError, createClient } from "@connectrpc/connect";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { fileTestApp } from "../support/app.js";
 import { rest } from "../support/rest.js";
-import { rpcTransports } from "../support/transports.js";
+import { type CallDoor, type CallOutcome, callDoors } from "../support/call-method.js";
 
 type Outcome = { ok: true; uid: string } | { ok: false; code: number; reason: string | undefined };
 
-interface Door {
-  readonly name: string;
-  create(parent: string, name: string): Promise<Outcome>;
-  remove(uid: string): Promise<Outcome>;
-}
-
-function rpcDoor(transport: (typeof rpcTransports)[number]): Door {
-  const client = () => createClient(GroupsService, transport.create(t.url));
-  const settle = async (p: Promise<{ uid?: string }>): Promise<Outcome> => {
-    try {
-      return { ok: true, uid: (await p).uid ?? "" };
-    } catch (err) {
-      if (!(err instanceof ConnectError)) throw err;
-      return { ok: false, code: err.code, reason: err.findDetails(ErrorInfoSchema)[0]?.reason };
-    }
-  };
+/** The two writes the scenario needs, on one door (test/support/call-method.ts). */
+function operations(door: CallDoor) {
+  const settle = (out: CallOutcome, uid?: string): Outcome =>
+    out.ok ? { ok: true, uid: uid ?? String(out.body.uid) } : { ok: false, code: out.code, reason: out.reason };
   return {
-    name: transport.name,
-    create: (parent, name) => settle(client().createGroup({ parent, group: { name } })),
-    remove: (uid) => settle(client().deleteGroup({ uid }).then(() => ({ uid }))),
+    name: door.name,
+    create: async (parent: string, name: string) =>
+      settle(await door.call(t.url, undefined, GroupsService.method.createGroup, { parent, group: { name } })),
+    remove: async (uid: string) => settle(await door.call(t.url, undefined, GroupsService.method.deleteGroup, { uid }), uid),
   };
 }
-
-const restDoor: Door = {
-  name: "rest",
-  async create(parent, name) {
-    const r = await rest(t.url, "POST", `/iam/v2beta1/groups/${parent}`, { name });
-    return r.status === 200 ? { ok: true, uid: r.body.uid } : { ok: false, code: r.body.code, reason: r.body.details?.[0]?.reason };
-  },
-  async remove(uid) {
-    const r = await rest(t.url, "DELETE", `/iam/v2beta1/groups/${uid}`);
-    return r.status === 200 ? { ok: true, uid } : { ok: false, code: r.body.code, reason: r.body.details?.[0]?.reason };
-  },
-};
 
 const t = fileTestApp();
 
 const slug = (s: string) => s.replace(/[^a-z0-9]+/g, "-");
 
-describe.each([...rpcTransports.map(rpcDoor), restDoor])("concurrent writes over $name", (door) => {
+describe.each(callDoors.map(operations))("concurrent writes over $name", (door) => {
   it("each of 40 simultaneous writes gets its own answer, and only the successful ones are stored", async () => {
     const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: `batch-${slug(door.name)}` })).body.uid as string;
     const busy = (await door.create(org, "has-a-child")) as { uid: string };

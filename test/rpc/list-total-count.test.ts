@@ -9,41 +9,34 @@
  * test/auth/tenants.test.ts, which lists as several users back to back.
  */
 import Database from "better-sqlite3";
-import { createClient } from "@connectrpc/connect";
+import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import { beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import { fileTestApp } from "../support/app.js";
 import { createUserIdentity } from "../support/auth.js";
 import { rest } from "../support/rest.js";
-import { rpcTransports } from "../support/transports.js";
+import { bodyOf, type CallDoor, callDoors } from "../support/call-method.js";
 
-interface Door {
-  readonly name: string;
-  createGroup(parent: string, name: string): Promise<string>;
-  deleteGroup(uid: string): Promise<void>;
-  /** One page of the children of `parent`; the total and the next token. */
-  listChildren(parent: string, pageSize: number, pageToken?: string): Promise<{ total: number; next: string; n: number }>;
-  countIdentities(): Promise<number>;
-}
-
-function rpcDoor(transport: (typeof rpcTransports)[number]): Door {
-  const groups = () => createClient(GroupsService, transport.create(t.url));
-  const identities = () => createClient(IdentitiesService, transport.create(t.url));
+/** The operations the scenario needs, on one door (test/support/call-method.ts). */
+function operations(door: CallDoor) {
+  const call = <M extends DescMessage>(method: DescMethodUnary<M>, request: MessageInitShape<M>) =>
+    door.call(t.url, undefined, method, request).then(bodyOf);
   return {
-    name: transport.name,
-    async createGroup(parent, name) {
-      return (await groups().createGroup({ parent, group: { name } })).uid;
+    name: door.name,
+    async createGroup(parent: string, name: string): Promise<string> {
+      return String((await call(GroupsService.method.createGroup, { parent, group: { name } })).uid);
     },
-    async deleteGroup(uid) {
-      await groups().deleteGroup({ uid });
+    async deleteGroup(uid: string): Promise<void> {
+      await call(GroupsService.method.deleteGroup, { uid });
     },
-    async listChildren(parent, pageSize, pageToken = "") {
-      const r = await groups().listGroups({ uidp: { childrenOf: parent }, pageSize, pageToken });
-      return { total: Number(r.totalCount), next: r.nextPageToken, n: r.groups.length };
+    /** One page of the children of `parent`; the total and the next token. */
+    async listChildren(parent: string, pageSize: number, pageToken = ""): Promise<{ total: number; next: string; n: number }> {
+      const b = await call(GroupsService.method.listGroups, { uidp: { childrenOf: parent }, pageSize, pageToken });
+      return { total: Number(b.totalCount ?? 0), next: String(b.nextPageToken ?? ""), n: ((b.groups as unknown[] | undefined) ?? []).length };
     },
-    async countIdentities() {
-      return Number((await identities().listIdentities({ pageSize: 1 })).totalCount);
+    async countIdentities(): Promise<number> {
+      return Number((await call(IdentitiesService.method.listIdentities, { pageSize: 1 })).totalCount ?? 0);
     },
   };
 }
@@ -54,29 +47,9 @@ async function ok(method: string, path: string, body?: unknown) {
   return r.body;
 }
 
-const restDoor: Door = {
-  name: "rest",
-  async createGroup(parent, name) {
-    return (await ok("POST", `/iam/v2beta1/groups/${parent}`, { name })).uid;
-  },
-  async deleteGroup(uid) {
-    await ok("DELETE", `/iam/v2beta1/groups/${uid}`);
-  },
-  async listChildren(parent, pageSize, pageToken = "") {
-    const b = await ok(
-      "GET",
-      `/iam/v2beta1/groups?uidp.children_of=${parent}&page_size=${pageSize}${pageToken ? `&page_token=${encodeURIComponent(pageToken)}` : ""}`,
-    );
-    return { total: Number(b.totalCount), next: b.nextPageToken ?? "", n: (b.groups ?? []).length };
-  },
-  async countIdentities() {
-    return Number((await ok("GET", "/iam/v2beta1/identities?page_size=1")).totalCount);
-  },
-};
-
 const t = fileTestApp();
 
-describe.each([...rpcTransports.map(rpcDoor), restDoor])("total_count with cached counts over $name", (door) => {
+describe.each(callDoors.map(operations))("total_count with cached counts over $name", (door) => {
   let org: string;
   beforeAll(async () => {
     org = (await ok("POST", "/iam/v2beta1/groups", { name: `count-org ${door.name.replace(/[^a-z0-9]+/g, "-")}` })).uid;

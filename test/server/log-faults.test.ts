@@ -2,7 +2,7 @@
  * Logging never blocks or stops the server: `trellis serve` with stdout and stderr on
  * /dev/full (every write fails with ENOSPC, as on a full file system) starts, answers every
  * door, writes, reads, and stops cleanly on SIGTERM. The drop-and-count logic itself is
- * proved in test/unit/server/logger.test.ts.
+ * proved in test/unit/observe/logger.test.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";

@@ -6,43 +6,71 @@
  * written per method) need this: they know a method and a request, not a URL.
  *
  * The outcome is the same shape on every door: the response as proto JSON, or the error's
- * code, ErrorInfo reason and the @type of every detail.
+ * code, ErrorInfo reason and metadata, BadRequest fields and PreconditionFailure types.
+ *
+ * These are the test doors: a test that runs a scenario on every door writes its operations
+ * on `callDoors` (a line each: the method and the request) instead of a door of its own.
  */
 import { create, type DescField, type DescMessage, type DescMethodUnary, type MessageInitShape, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { ConnectError, createClient, type Client } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
-import { ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { readHttpRules, type RouteSpec } from "../../src/transcode/http-rule.js";
 import { parsePathTemplate } from "../../src/transcode/path-template.js";
-import { rest } from "./rest.js";
+import { rest, type RestResponse } from "./rest.js";
 import { type NamedTransport, rpcTransports } from "./transports.js";
 
 export type CallOutcome =
-  | { readonly ok: true; readonly body: JsonObject }
+  | { readonly ok: true; readonly body: JsonObject; readonly status?: number }
   | {
       readonly ok: false;
+      /** The HTTP status, on the REST doors. */
+      readonly status?: number;
       readonly code: number;
       readonly reason: string | undefined;
       /** ErrorInfo.metadata ({} without ErrorInfo). */
       readonly metadata: Readonly<Record<string, string>>;
       readonly preconditionTypes: string[];
+      /** BadRequest field violations, by field path. */
+      readonly fields: string[];
       readonly message: string;
     };
 
+/**
+ * Whose token a call carries: a string sends that token, undefined the test server's
+ * operator token (as every support client does by default), null no Authorization header.
+ */
+export type CallToken = string | undefined | null;
+
 export interface CallDoor {
   readonly name: string;
-  call<M extends DescMessage>(baseUrl: string, token: string, method: DescMethodUnary<M>, request: MessageInitShape<M>): Promise<CallOutcome>;
+  call<M extends DescMessage>(
+    baseUrl: string,
+    token: CallToken,
+    method: DescMethodUnary<M>,
+    request: MessageInitShape<M>,
+    options?: { readonly headers?: Readonly<Record<string, string>> },
+  ): Promise<CallOutcome>;
 }
 
-function rpcDoor(transport: NamedTransport): CallDoor {
+export function rpcDoor(transport: NamedTransport): CallDoor {
+  // One transport per server and caller: a transport per call would leave an HTTP/2 session
+  // open for each, and the server caps the connections one peer may hold.
+  const transports = new Map<string, ReturnType<NamedTransport["create"]>>();
+  const transportFor = (baseUrl: string, token: CallToken) => {
+    const key = `${baseUrl} ${token === undefined ? "operator" : token === null ? "none" : `token ${token}`}`;
+    let tr = transports.get(key);
+    if (!tr) transports.set(key, (tr = transport.create(baseUrl, { token })));
+    return tr;
+  };
   return {
     name: transport.name,
-    async call(baseUrl, token, method, request) {
-      const client = createClient(method.parent as DescService, transport.create(baseUrl, { token })) as Client<DescService>;
-      const fn = (client as unknown as Record<string, (r: unknown) => Promise<unknown>>)[method.localName];
+    async call(baseUrl, token, method, request, options) {
+      const client = createClient(method.parent as DescService, transportFor(baseUrl, token)) as Client<DescService>;
+      const fn = (client as unknown as Record<string, (r: unknown, o?: { headers?: Record<string, string> }) => Promise<unknown>>)[method.localName];
       if (!fn) throw new Error(`no client method ${method.localName}`);
       try {
-        const res = await fn(request);
+        const res = await fn(request, options?.headers ? { headers: { ...options.headers } } : undefined);
         return { ok: true, body: toJson(method.output, res as never, { alwaysEmitImplicit: false }) as JsonObject };
       } catch (err) {
         if (!(err instanceof ConnectError)) throw err;
@@ -53,6 +81,7 @@ function rpcDoor(transport: NamedTransport): CallDoor {
           reason: info?.reason,
           metadata: { ...info?.metadata },
           preconditionTypes: (err.findDetails(PreconditionFailureSchema)[0]?.violations ?? []).map((v) => v.type),
+          fields: (err.findDetails(BadRequestSchema)[0]?.fieldViolations ?? []).map((v) => v.field),
           message: err.rawMessage,
         };
       }
@@ -96,7 +125,7 @@ function takeAt(json: JsonObject, path: readonly string[]): string {
 
 const restDoor: CallDoor = {
   name: "rest",
-  async call(baseUrl, token, method, request) {
+  async call(baseUrl, token, method, request, options) {
     const spec = routeOf(method as DescMethodUnary);
     const json = toJson(method.input, create(method.input, request), { alwaysEmitImplicit: false }) as JsonObject;
     const template = parsePathTemplate(spec.template);
@@ -124,25 +153,41 @@ const restDoor: CallDoor = {
     };
     if (spec.body !== "*") for (const [k, v] of Object.entries(json)) addQuery(k, v);
     const qs = query.toString();
-    const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { authorization: `Bearer ${token}` });
-    if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject };
-    const details = (res.body?.details ?? []) as {
-      "@type": string;
-      reason?: string;
-      metadata?: Record<string, string>;
-      violations?: { type?: string }[];
-    }[];
-    const info = details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"));
-    return {
-      ok: false,
-      code: res.body?.code,
-      reason: info?.reason,
-      metadata: { ...info?.metadata },
-      preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
-      message: String(res.body?.message ?? ""),
-    };
+    // rest() sends the operator token unless told otherwise; "" sends no Authorization header.
+    const authorization: Record<string, string> = token === undefined ? {} : { authorization: token === null ? "" : `Bearer ${token}` };
+    const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { ...options?.headers, ...authorization });
+    return restOutcome(res);
   },
 };
+
+/** A REST answer read as a CallOutcome: the body, or the error's code and AIP-193 details. */
+export function restOutcome(res: RestResponse): CallOutcome {
+  if (res.status === 200) return { ok: true, body: (res.body ?? {}) as JsonObject, status: 200 };
+  const details = (res.body?.details ?? []) as {
+    "@type": string;
+    reason?: string;
+    metadata?: Record<string, string>;
+    violations?: { type?: string }[];
+    fieldViolations?: { field?: string }[];
+  }[];
+  const info = details.find((d) => d["@type"].endsWith("google.rpc.ErrorInfo"));
+  return {
+    ok: false,
+    status: res.status,
+    code: res.body?.code,
+    reason: info?.reason,
+    metadata: { ...info?.metadata },
+    preconditionTypes: (details.find((d) => d["@type"].endsWith("google.rpc.PreconditionFailure"))?.violations ?? []).map((v) => v.type ?? ""),
+    fields: (details.find((d) => d["@type"].endsWith("google.rpc.BadRequest"))?.fieldViolations ?? []).map((v) => v.field ?? ""),
+    message: String(res.body?.message ?? ""),
+  };
+}
+
+/** The response body of a call that must succeed; a failure throws, naming the door's error. */
+export function bodyOf(outcome: CallOutcome): JsonObject {
+  if (!outcome.ok) throw new Error(`expected success, got code ${outcome.code} (${outcome.reason}): ${outcome.message}`);
+  return outcome.body;
+}
 
 /** Every door: the four RPC transports, then REST. */
 export const callDoors: readonly CallDoor[] = [...rpcTransports.map(rpcDoor), restDoor];

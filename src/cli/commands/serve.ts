@@ -50,7 +50,7 @@ export function registerServe(program: Command, io: Io): void {
       // Loaded on use: the server's modules would slow every client command's start.
       const { LIMITS, parseServeConfig } = await import("../../server/config.js");
       const { startApp } = await import("../../server/create-app.js");
-      const { logStats } = await import("../../server/logger.js");
+      const { logStats } = await import("../../observe/logger.js");
       let config: ReturnType<typeof parseServeConfig>;
       try {
         config = parseServeConfig(toArgs(opts), io.env);

@@ -19,7 +19,7 @@ import {
   type MethodSerializationLookup,
   setTrailerStatus,
 } from "../connect-internals.js";
-import { type JsonWriter, jsonWriterFor } from "../../transcode/json-writer.js";
+import { type JsonWriter, jsonWriterFor } from "../../json/json-writer.js";
 
 export type Unary = (request: unknown, context: HandlerContext) => unknown;
 export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;

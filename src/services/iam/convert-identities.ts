@@ -15,7 +15,7 @@ import {
   RelationshipType,
 } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import type { IdentityRecord, Relationship, RelationshipKind, StringMatch } from "../../store/identities.js";
-import { stringMatchFromOneof } from "./claim-match.js";
+import { stringMatchFromOneof } from "../../auth/claim-match.js";
 
 /** Default and maximum lifetime of static keys (docs/published-api.md "Creates and deletes"). */
 export const STATIC_KEYS_MAX_LIFETIME_MS = 365 * 24 * 60 * 60 * 1000;

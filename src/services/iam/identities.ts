@@ -81,7 +81,7 @@ import { callerOf } from "../../auth/caller.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
-import { checkClaimMatch, checkStringMatch, checkValue } from "./claim-match.js";
+import { checkClaimMatch, checkStringMatch, checkValue } from "../../auth/claim-match.js";
 import { identityMetadataToProto, identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
 import { escalationGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";

@@ -25,6 +25,7 @@ import { escalationGuard } from "../../auth/grant-guard.js";
 import { narrowGrants } from "../../auth/token-limits.js";
 import { invalidArgument, permissionDenied } from "../../errors/api-error.js";
 import { revocationProblems } from "../../auth/revocation-request.js";
+import { REVOCATION_RETENTION_MS } from "../../auth/token-lifetime.js";
 import { isUidp } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
 
@@ -38,7 +39,7 @@ export function createTokenRevocationService(ctx: ServiceContext): Partial<Servi
       if (!caller) throw permissionDenied("no authenticated caller");
       const revocation = req.jti === "" ? { subject: req.identity } : { subject: req.identity, jti: req.jti };
       if (caller.operator || caller.subject === req.identity) {
-        await ctx.store.tokenRevocations.revoke(revocation, ctx.now());
+        await ctx.store.tokenRevocations.revoke(revocation, ctx.now(), REVOCATION_RETENTION_MS);
         return {};
       }
       const refused = () =>
@@ -48,7 +49,7 @@ export function createTokenRevocationService(ctx: ServiceContext): Partial<Servi
         );
       if (!isUidp(req.identity) || !isUidp(caller.subject)) throw refused();
       const guard = escalationGuard(context);
-      await ctx.store.tokenRevocations.revoke(revocation, ctx.now(), (view, identity) => {
+      await ctx.store.tokenRevocations.revoke(revocation, ctx.now(), REVOCATION_RETENTION_MS, (view, identity) => {
         const group = identity?.parentUid;
         if (!identity || !group) throw refused();
         const grants = narrowGrants(view.grantsOf(caller.subject), caller.limits);

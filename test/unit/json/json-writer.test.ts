@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { create, type DescMessage, type DescService, toJson } from "@bufbuild/protobuf";
 import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { formatMillis, type JsonMode, jsonWriterFor } from "../../../src/transcode/json-writer.js";
+import { formatMillis, type JsonMode, jsonWriterFor } from "../../../src/json/json-writer.js";
 import { renderWithToJson } from "../../../src/transcode/render-response.js";
 import { ItemSchema, ListItemsResponseSchema } from "../../gen/trellis/testing/v1/items_pb.js";
 import { randomMessage, seededRandom } from "../../support/random-message.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { type ChunkWriter, createLogger, logStats, NonBlockingLogSink } from "../../../src/server/logger.js";
+import { type ChunkWriter, createLogger, logStats, NonBlockingLogSink } from "../../../src/observe/logger.js";
 
 /** A logger writing into an array of parsed lines. */
 function capture() {

@@ -5,7 +5,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { Identity_ClaimMatchSchema } from "../../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import { Identity_ClaimMatchSchema } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import {
   checkClaimMatch,
   checkIssuerUrl,
@@ -13,8 +13,8 @@ import {
   MAX_PATTERN_LENGTH,
   matchesClaims,
   matchesString,
-} from "../../../../src/services/iam/claim-match.js";
-import type { ClaimMatchRelationship, Relationship } from "../../../../src/store/identities.js";
+} from "../../../src/auth/claim-match.js";
+import type { ClaimMatchRelationship, Relationship } from "../../../src/store/identities.js";
 
 const ISSUER = "https://token.actions.githubusercontent.com";
 const SUBJECT = "repo:acme/app:ref:refs/heads/main";

@@ -1,9 +1,10 @@
 /**
- * The REST door's JSON writer: a message straight to the JSON value of its success body, in
- * one pass, compiled once per message type from its descriptor.
+ * The JSON writer of the REST door and of the Connect fast door: a message straight to the JSON
+ * value of its success body, in one pass, compiled once per message type from its descriptor.
+ * It knows nothing of either door, so it sits below both (docs/architecture.md, "Layers").
  *
- * Why not protobuf-es `toJson` plus a post-pass (render-response.ts, still the fallback): on a
- * List page of 50 groups that pair was a third of the server's CPU (docs/performance.md),
+ * Why not protobuf-es `toJson` plus a post-pass (src/transcode/render-response.ts, still the
+ * fallback): on a List page of 50 groups that pair was a third of the server's CPU (docs/performance.md),
  * mostly Timestamps formatted twice (protobuf-es prints 0/3/6/9 fractional digits, the
  * post-pass printed them again with exactly 3) and a second walk over message and JSON. The
  * output is the same value: proto3 JSON as `toJson(schema, m, { alwaysEmitImplicit: true })`
@@ -11,7 +12,7 @@
  * as base64, NaN/Infinity as strings, defaults written out), then
  * - every google.protobuf.Timestamp with exactly three fractional digits, truncated;
  * - an enum field with implicit presence at 0 left out.
- * test/unit/transcode/json-writer.test.ts holds the two paths to that, byte for byte, on
+ * test/unit/json/json-writer.test.ts holds the two paths to that, byte for byte, on
  * random messages of every response type of the API.
  *
  * Only what the API's responses contain is compiled: proto3 scalars, enums, messages, lists,
@@ -271,7 +272,7 @@ function checkedTimestamp(message: unknown): { ms: number; nanos: number } {
  * fractional digits), at a sixth of its cost: V8's toISOString took ~750 ns here, and a List
  * page of 50 groups formats 100 Timestamps. The civil date comes from the day number
  * (H. Hinnant's days-to-civil algorithm) and is kept for the next call, since the times on a
- * page tend to share a day. test/unit/transcode/json-writer.test.ts compares the two.
+ * page tend to share a day. test/unit/json/json-writer.test.ts compares the two.
  */
 export function formatMillis(ms: number): string {
   const days = Math.floor(ms / 86_400_000);

@@ -33,17 +33,17 @@ import { randomUUID } from "node:crypto";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { decodeJwt, type JWTPayload } from "jose";
-import type { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
-import { invalidField, permissionDenied } from "../errors/api-error.js";
-import type { NewRefreshToken, RefreshTokensRepository } from "../store/refresh-tokens.js";
-import type { Grant } from "../store/role-bindings.js";
-import { matchesClaims, matchesString } from "../services/iam/claim-match.js";
-import { type IdentitiesRepository, type IdentityRecord, userIdentityUid } from "../store/identities.js";
-import { isAncestorOrSelf, isUidp } from "../store/uidp.js";
-import { bearerToken } from "./authenticate.js";
-import type { IdpVerifier } from "./idp-keys.js";
-import type { TokenIssuer } from "./tokens.js";
-import { tokenRejected } from "./tokens.js";
+import type { SecurityTokenService } from "../../../gen/chainguard/platform/oidc/oidc_pb.js";
+import { invalidField, permissionDenied } from "../../errors/api-error.js";
+import type { NewRefreshToken, RefreshTokensRepository } from "../../store/refresh-tokens.js";
+import type { Grant } from "../../store/role-bindings.js";
+import { matchesClaims, matchesString } from "../../auth/claim-match.js";
+import { type IdentitiesRepository, type IdentityRecord, userIdentityUid } from "../../store/identities.js";
+import { isAncestorOrSelf, isUidp } from "../../store/uidp.js";
+import { bearerToken } from "../../auth/authenticate.js";
+import type { IdpVerifier } from "../../auth/idp-keys.js";
+import type { TokenIssuer } from "../../auth/tokens.js";
+import { tokenRejected } from "../../auth/tokens.js";
 import {
   newRefreshToken,
   presentedRefreshToken,
@@ -51,9 +51,9 @@ import {
   REFRESH_REQUEST_HEADER,
   REFRESH_TOKEN_TTL_S,
   refreshTokenHash,
-} from "./refresh-tokens.js";
-import { intersectLimits, limitClaims, listValues, MAX_LIMIT_ENTRIES, requestedCapabilities, type TokenLimits } from "./token-limits.js";
-import type { TrustConfig } from "./trust-config.js";
+} from "../../auth/refresh-tokens.js";
+import { intersectLimits, limitClaims, listValues, MAX_LIMIT_ENTRIES, requestedCapabilities, type TokenLimits } from "../../auth/token-limits.js";
+import type { TrustConfig } from "../../auth/trust-config.js";
 
 /** Lifetime of exchanged tokens (docs/published-api.md "Credentials"). */
 export const EXCHANGED_TOKEN_TTL_S = 60 * 60;

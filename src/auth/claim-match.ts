@@ -8,9 +8,9 @@
  * linear time. Exact values compare with `===`: case, whitespace and NUL all count.
  */
 import { RE2JS } from "re2js";
-import type { Identity_ClaimMatch } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
-import type { FieldViolation } from "../../errors/api-error.js";
-import type { Relationship, StringMatch } from "../../store/identities.js";
+import type { Identity_ClaimMatch } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import type { FieldViolation } from "../errors/api-error.js";
+import type { Relationship, StringMatch } from "../store/identities.js";
 
 /** Longest accepted pattern (characters); longer ones are refused before compiling. */
 export const MAX_PATTERN_LENGTH = 1024;

@@ -1,6 +1,6 @@
 /**
  * Logging: pino JSON lines on stderr (stdout carries only the `listening on` line).
- * The per-call line is written by call-pipeline.ts. Request headers are never logged, so a
+ * The per-call line is written by src/server/call-pipeline.ts. Request headers are never logged, so a
  * bearer token cannot reach the logs; `redact` is a second guard for any object that does.
  *
  * The redact paths name every object Trellis logs (the line itself and `err`, after pino's
