@@ -98,7 +98,8 @@ export function bearerToken(header: string | null, protocol: string): string {
 }
 
 export function createAuthenticationHook(issuer: Pick<TokenIssuer, "verify">, plans: MethodPlans) {
-  return async (method: DescMethod, context: HandlerContext): Promise<void> => {
+  // Named: the name is the span name when tracing is on (src/observe/tracing-sdk.ts).
+  return async function authenticate(method: DescMethod, context: HandlerContext): Promise<void> {
     const param = credentialInQuery(context.url);
     if (param !== undefined) throw tokenInUrlError(param);
     if (plans.get(method)?.kind === "disabled") return;
