@@ -15,6 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { tracingSdkLoaded, tracingSettings } from "../../src/observe/tracing.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { createUserIdentity, identityToken } from "../support/auth.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlp-receiver.js";
 import { rest } from "../support/rest.js";
 import { closeGrpcClients, rpcTransports } from "../support/transports.js";
@@ -165,6 +166,32 @@ describe("tracing set-up", () => {
       expect(server.attributes["enduser.id"]).toBeUndefined();
       expect(auth.events[0]?.attributes["exception.type"]).toBe("UNAUTHENTICATED");
       expect(JSON.stringify(spans)).not.toContain("not-a-token");
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("authorization's grant lookup is a store span under authorize; a denial is recorded there, the server span's status stays unset", async () => {
+    traceOn();
+    const t = await startTestApp();
+    try {
+      const uid = await createGroup(t, "not-theirs");
+      const user = await createUserIdentity(t.dataDir, "someone");
+      const token = await identityToken(t.app, user);
+      const tp = newTraceparent();
+      const res = await rest(t.url, "GET", `/iam/v2beta1/groups/${uid}`, undefined, { traceparent: tp.header, authorization: `Bearer ${token}` });
+      expect(res.status).toBe(403);
+      const spans = await traceOf(tp.traceId, ["authorize", "store roleBindings.grantsOf"]);
+      const server = spans.find((s) => s.name === GET_GROUP) as ReceivedSpan;
+      const authorize = spans.find((s) => s.name === "authorize") as ReceivedSpan;
+      const grants = spans.find((s) => s.name === "store roleBindings.grantsOf") as ReceivedSpan;
+      expect([authorize.parentSpanId, grants.parentSpanId]).toEqual([server.spanId, authorize.spanId]);
+      expect(grants.attributes).toMatchObject({ "db.system.name": "sqlite", "db.operation.name": "roleBindings.grantsOf" });
+      expect(authorize.status.code).toBe(2);
+      expect(authorize.events[0]?.attributes["exception.type"]).toBe("PERMISSION_DENIED");
+      expect(server.attributes).toMatchObject({ "rpc.response.status_code": "PERMISSION_DENIED", "enduser.id": user });
+      expect(server.status.code ?? 0).toBe(0);
+      expect(JSON.stringify(spans)).not.toContain(token.split(".")[2]);
     } finally {
       await t.close();
     }
