@@ -131,7 +131,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 export function createCallTracing(settings: TracingSettings, log: Logger): CallTracing {
-  diag.setLogger(diagToLog(log), DiagLogLevel.WARN);
+  diag.setLogger(diagToLog(log), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   // service.name: OTEL_SERVICE_NAME, else one in OTEL_RESOURCE_ATTRIBUTES, else trellis.
   const resource = defaultResource()
     .merge(resourceFromAttributes({ "service.name": "trellis", "service.version": trellisVersion() }))

@@ -239,6 +239,9 @@ describe("tracing set-up", () => {
     vi.stubEnv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url);
     vi.stubEnv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
     await expect(startTestApp()).rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL=grpc/);
+    vi.stubEnv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    vi.stubEnv("OTEL_TRACES_SAMPLER", "sometimes");
+    await expect(startTestApp()).rejects.toThrow(/OTEL_TRACES_SAMPLER=sometimes/);
   });
 });
 
