@@ -8,7 +8,8 @@
 #   - serves on port 0 with a fresh data directory and reads the ready line;
 #   - mints an operator token with the binary's own `auth token --local`;
 #   - creates and lists groups over REST (curl) and over gRPC and Connect (the binary's CLI);
-#   - sends SIGTERM and expects exit 0, restarts on the same data and finds it there, stops
+#   - sends SIGTERM and expects exit 0, restarts on the same data (with OpenTelemetry tracing
+#     on, exporting to a closed port) and finds it there, stops
 #     again, and expects no file left behind in TMPDIR (the embedded addon
 #     and migrations are written to private temporary files only while they are loaded).
 # Usage: scripts/smoke-binary.sh [BINARY]   (default build/trellis). Last line: "smoke: ok ...".
@@ -87,12 +88,18 @@ if [ "${1:-}" = "--inside" ]; then
 
   # A restart on the same data: the existing database is checked and opened, the data is there.
   # (a new port, so a new issuer URL: tokens of the first run name the old one)
+  # With tracing configured, so the OpenTelemetry SDK, which the server imports only then, is
+  # proven to be inside the binary; the collector's port is closed: failed exports are only
+  # logged, and calls and the graceful stop go on.
+  export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9
   start_server
+  unset OTEL_EXPORTER_OTLP_ENDPOINT
+  case "$(cat serve.err)" in *'"traces":"http/protobuf http://127.0.0.1:9/v1/traces"'*) ;; *) die "the start-up line does not say traces go to the endpoint" ;; esac
   token=$(./trellis auth token --local --data ./data) || die "auth token --local failed after the restart"
   auth="Authorization: Bearer $token"
   listed=$(curl -sS --fail-with-body "$url/iam/v2beta1/groups" -H "$auth") || die "REST list after restart failed: $listed"
   case "$listed" in *'"smoke grpc"'*) ;; *) die "after a restart the list lacks the gRPC group: $listed" ;; esac
-  say "restart: ready in ${ready_ms} ms, the groups are still there"
+  say "restart with OTEL_EXPORTER_OTLP_ENDPOINT: ready in ${ready_ms} ms, tracing on, the groups are still there"
   stop_server
   [ -z "$(ls -A "$TMPDIR")" ] || die "files left in TMPDIR: $(ls -A "$TMPDIR" | tr '\n' ' ')"
   say "SIGTERM: exit 0, nothing left in TMPDIR"

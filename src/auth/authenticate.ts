@@ -115,7 +115,8 @@ export function bearerToken(header: string | null, protocol: string): string {
 }
 
 export function createAuthenticationHook(issuer: Pick<TokenIssuer, "verify">, plans: MethodPlans) {
-  return async (method: DescMethod, context: HandlerContext): Promise<void> => {
+  // Named: the name is the span name when tracing is on (src/observe/tracing-sdk.ts).
+  return async function authenticate(method: DescMethod, context: HandlerContext): Promise<void> {
     if (!context.values.get(URL_CHECKED)) refuseCredentialInUrl(context.url);
     if (plans.get(method)?.kind === "disabled") return;
     const token = bearerToken(context.requestHeader.get("authorization"), context.protocolName);

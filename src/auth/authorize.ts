@@ -75,7 +75,8 @@ function fieldPath(path: readonly DescField[]): string {
 }
 
 export function createAuthorizationHook(deps: AuthorizationDeps) {
-  return async (method: DescMethod, context: HandlerContext, request: unknown): Promise<void> => {
+  // Named: the name is the span name when tracing is on (src/observe/tracing-sdk.ts).
+  return async function authorize(method: DescMethod, context: HandlerContext, request: unknown): Promise<void> {
     const plan = deps.plans.get(method) ?? { kind: "operatorOnly" as const, why: "unknown method" };
     if (plan.kind === "disabled") return;
     const caller = callerOf(context);

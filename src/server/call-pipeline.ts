@@ -15,6 +15,8 @@
  * and the call's metrics (src/observe/metrics.ts). Request headers are never logged: the
  * caller is the token's subject (an identity uid or `operator:<name>`), never the token; the
  * request id and trace id were checked in the dispatcher (src/observe/call-meta.ts).
+ * With an OTLP endpoint configured, the call, each hook and each repository call are also
+ * OpenTelemetry spans (src/observe/tracing.ts); the wrappers are chosen here at start-up.
  * Methods with no implementation answer UNIMPLEMENTED with ErrorInfo.
  */
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
@@ -24,6 +26,7 @@ import { toConnectError } from "../errors/to-connect-error.js";
 import { callerOf } from "../auth/caller.js";
 import { CALL_META } from "../observe/call-meta.js";
 import type { Metrics } from "../observe/metrics.js";
+import type { CallTracing } from "../observe/tracing.js";
 import type { Logger } from "../observe/logger.js";
 
 /**
@@ -46,13 +49,19 @@ export interface CallPipelineOptions {
   readonly beforeCall?: readonly BeforeCallHook[];
   /** Where calls are counted and timed; none in unit tests of the pipeline alone. */
   readonly metrics?: Metrics;
+  /**
+   * OpenTelemetry spans (src/observe/tracing.ts), only when an OTLP endpoint is configured.
+   * Applied here, once per method and hook at start-up: without it the wrapped functions are
+   * exactly the untraced ones, so a server without tracing pays nothing per call.
+   */
+  readonly tracing?: CallTracing;
 }
 
 type AnyUnary = (request: unknown, context: HandlerContext) => unknown;
 
 export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
-  const { log, errorDomain, metrics } = options;
-  const hooks = options.beforeCall ?? [];
+  const { log, errorDomain, metrics, tracing } = options;
+  const hooks = tracing ? (options.beforeCall ?? []).map((hook) => tracing.traceHook(hook)) : (options.beforeCall ?? []);
 
   function wrapUnary(method: DescMethod, impl: AnyUnary | undefined): AnyUnary {
     const name = `${method.parent.typeName}/${method.name}`;
@@ -84,7 +93,7 @@ export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
         "call",
       );
     };
-    return async (request, context) => {
+    const call: AnyUnary = async (request, context) => {
       const start = performance.now();
       metrics?.callStarted();
       try {
@@ -100,6 +109,7 @@ export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
         throw error;
       }
     };
+    return tracing ? tracing.traceCall(method, call) : call;
   }
 
   return {

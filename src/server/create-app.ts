@@ -46,6 +46,7 @@ import { trellisVersion } from "../version.js";
 import { attachCallMeta } from "../observe/call-meta.js";
 import { createMetrics } from "../observe/metrics.js";
 import { createOpsEndpoints, listenMetrics } from "../observe/probes.js";
+import { startTracing } from "../observe/tracing.js";
 
 export interface App {
   /** Base URL with the real port, e.g. http://127.0.0.1:8080. */
@@ -93,13 +94,24 @@ export interface AppOverrides {
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
   const log = overrides.log ?? createLogger(config.logLevel);
-  const database = openDatabase(config.dataDir);
+  // Spans only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces variant) is set; the SDK is
+  // loaded then and only then (src/observe/tracing.ts). A bad setting refuses to start.
+  const tracing = await startTracing(process.env, log);
+  let database: ReturnType<typeof openDatabase>;
+  try {
+    database = openDatabase(config.dataDir);
+  } catch (err) {
+    await tracing?.shutdown();
+    throw err;
+  }
   try {
     const { db } = database;
     overrides.onDatabase?.(db);
     const now = overrides.now ?? Date.now;
     await ensureBuiltInRoles(db, now());
-    const ctx = createServiceContext(db, now);
+    const untracedCtx = createServiceContext(db, now);
+    // With tracing on, every repository call becomes a child span of the call that made it.
+    const ctx = tracing ? { ...untracedCtx, store: tracing.traceStore(untracedCtx.store) } : untracedCtx;
     const trust = config.trust ?? EMPTY_TRUST;
     const grantsOf = (identityUid: string) => ctx.store.roleBindings.grantsOf(identityUid);
     // Authentication and authorization first: they plan from the descriptors alone, and the
@@ -126,7 +138,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     });
     const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
     const metrics = createMetrics(db);
-    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics });
+    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics, tracing });
     // SERVING while the database can be written (the last write's or probe's outcome) and
     // the server is not shutting down.
     let stopping = false;
@@ -319,6 +331,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         trustedIdps: trust.identityProviders.map((i) => i.issuer),
         tls: config.tls !== undefined,
         metrics: metricsListener ? `${metricsListener.url}/metrics` : `${url}/metrics`,
+        traces: tracing?.destination ?? false,
       },
       "trellis started",
     );
@@ -345,6 +358,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           await metricsListener?.close();
           shutdown.abort();
           database.close();
+          // The spans of the last calls are still in the batch: export them before exiting.
+          await tracing?.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: the last spans could not be exported"));
           log.info("trellis stopped");
           log.flush?.();
         })();
@@ -353,6 +368,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     };
   } catch (err) {
     database.close();
+    await tracing?.shutdown();
     throw err;
   }
 }
