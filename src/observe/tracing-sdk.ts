@@ -56,10 +56,9 @@ import {
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
 import { CODE_NAMES } from "../errors/api-error.js";
-import { callerOf } from "../auth/caller.js";
 import type { Logger } from "./logger.js";
 import { trellisVersion } from "../version.js";
-import type { CallHook, CallTracing, TracingSettings, UnaryCall } from "./tracing.js";
+import type { CallHook, CallTracing, SubjectOf, TracingSettings, UnaryCall } from "./tracing.js";
 
 /** rpc.system per door (OpenTelemetry's values; REST is plain HTTP to a client). */
 const RPC_SYSTEM: Readonly<Record<string, string>> = { grpc: "grpc", "grpc-web": "grpc", connect: "connect_rpc", rest: "http" };
@@ -130,7 +129,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as { then?: unknown } | null)?.then === "function";
 }
 
-export function createCallTracing(settings: TracingSettings, log: Logger): CallTracing {
+export function createCallTracing(settings: TracingSettings, log: Logger, subjectOf: SubjectOf): CallTracing {
   diag.setLogger(diagToLog(log), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
   // service.name: OTEL_SERVICE_NAME, else one in OTEL_RESOURCE_ATTRIBUTES, else trellis.
   const resource = defaultResource()
@@ -217,8 +216,8 @@ export function createCallTracing(settings: TracingSettings, log: Logger): CallT
         const ended = (code: number) => {
           span.setAttribute("rpc.grpc.status_code", code);
           span.setAttribute("rpc.response.status_code", code === 0 ? "OK" : (CODE_NAMES[code] ?? String(code)));
-          const caller = callerOf(context);
-          if (caller) span.setAttribute("enduser.id", caller.subject);
+          const subject = subjectOf(context);
+          if (subject !== undefined) span.setAttribute("enduser.id", subject);
         };
         return within(
           span,

@@ -28,6 +28,13 @@ import type { Logger } from "./logger.js";
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** A unary implementation as the call pipeline holds it. */
+/**
+ * The caller's subject for a call's `enduser.id` (undefined before authentication or without
+ * a caller). Handed in by the composition root: who the caller is belongs to auth, a layer
+ * above this one.
+ */
+export type SubjectOf = (context: HandlerContext) => string | undefined;
+
 export type UnaryCall = (request: unknown, context: HandlerContext) => unknown;
 /** A before-call hook as the call pipeline holds it (authentication, authorization). */
 export type CallHook = (method: DescMethod, context: HandlerContext, request: unknown) => void | Promise<void>;
@@ -129,10 +136,10 @@ export function tracingSdkLoaded(): boolean {
  * Starts tracing when the environment configures it: loads the SDK and returns the wrappers
  * the server applies at start-up; undefined (and nothing loaded) otherwise.
  */
-export async function startTracing(env: Env, log: Logger): Promise<CallTracing | undefined> {
+export async function startTracing(env: Env, log: Logger, subjectOf: SubjectOf): Promise<CallTracing | undefined> {
   const settings = tracingSettings(env);
   if (!settings) return undefined;
   const sdk = await import("./tracing-sdk.js");
   sdkLoaded = true;
-  return sdk.createCallTracing(settings, log);
+  return sdk.createCallTracing(settings, log, subjectOf);
 }

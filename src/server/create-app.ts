@@ -12,6 +12,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { foldRepeatedAuthorization } from "../auth/authenticate.js";
+import { callerOf } from "../auth/caller.js";
 import { createRefreshTokensRepository } from "../store/refresh-tokens.js";
 import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
@@ -96,7 +97,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
   const log = overrides.log ?? createLogger(config.logLevel);
   // Spans only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces variant) is set; the SDK is
   // loaded then and only then (src/observe/tracing.ts). A bad setting refuses to start.
-  const tracing = await startTracing(process.env, log);
+  const tracing = await startTracing(process.env, log, (context) => callerOf(context)?.subject);
   let database: ReturnType<typeof openDatabase>;
   try {
     database = openDatabase(config.dataDir);
