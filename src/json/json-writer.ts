@@ -269,8 +269,8 @@ function checkedTimestamp(message: unknown): { ms: number; nanos: number } {
 
 /**
  * `new Date(ms).toISOString()` for ms in the Timestamp range (a four-digit year, three
- * fractional digits), at a sixth of its cost: V8's toISOString took ~750 ns here, and a List
- * page of 50 groups formats 100 Timestamps. The civil date comes from the day number
+ * fractional digits), at a fraction of its cost (docs/performance.md): a List page of 50
+ * groups formats 100 Timestamps. The civil date comes from the day number
  * (H. Hinnant's days-to-civil algorithm) and is kept for the next call, since the times on a
  * page tend to share a day. test/unit/json/json-writer.test.ts compares the two.
  */

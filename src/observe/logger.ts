@@ -5,7 +5,7 @@
  *
  * The redact paths name every object Trellis logs (the line itself and `err`, after pino's
  * error serializer) rather than using a `*.` wildcard: with a wildcard first segment pino runs
- * the redactor on every value of every line, ~6 µs on each call's log line
+ * the redactor on every value of every line, a cost each call's log line paid
  * (docs/performance.md), while named paths leave lines without those keys untouched.
  * A new log call that passes another object must add its paths here.
  *

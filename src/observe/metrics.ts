@@ -11,8 +11,8 @@
  * wrapped method gets its own recorder at start-up that keeps its figures in plain objects
  * and arrays (protocol, then code), so a call does two property reads, two additions and a
  * short walk over the bucket bounds. prom-client is not touched per call: even a labelled
- * child validates and hashes its label values on every `inc` and `observe` (~1.7 µs a call
- * measured). The figures are handed to prom-client when scraped instead: the call counter
+ * child validates and hashes its label values on every `inc` and `observe`, which showed in
+ * the profile (docs/performance.md). The figures are handed to prom-client when scraped instead: the call counter
  * through its `collect` hook, the latency histogram as a collector of our own that renders
  * the same values prom-client's Histogram would (test/unit/observe/metrics.test.ts compares
  * the two byte for byte). Figures that are already counted elsewhere (in-flight calls,

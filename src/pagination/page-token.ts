@@ -41,8 +41,8 @@ const VERSION_BYTE = Buffer.from([VERSION]);
 
 /**
  * Random 96-bit GCM IVs, drawn from the CSPRNG 1 024 at a time: one randomBytes call per
- * token was a third of encoding one (~3 of ~8.5 µs; every List page encodes one). Each IV is
- * still fresh random bytes, used once.
+ * token was a large share of encoding one (docs/performance.md), and every List page encodes
+ * one. Each IV is still fresh random bytes, used once.
  */
 const IV_POOL = Buffer.alloc(12 * 1024);
 let ivOffset = IV_POOL.length;

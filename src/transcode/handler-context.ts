@@ -3,8 +3,8 @@
  *
  * Why not connect's `createHandlerContext`: it links an AbortController to the request and
  * shutdown signals up front and must be `abort()`ed after every call to unhook them, which
- * builds a `DOMException` and dispatches an abort event — ~20 % of a REST GetGroup's CPU
- * (docs/performance.md). Unary REST handlers almost never look at `signal`, so here the linked
+ * builds a `DOMException` and dispatches an abort event — a large share of a REST GetGroup's
+ * CPU (docs/performance.md). Unary REST handlers almost never look at `signal`, so here the linked
  * controller (and the response header objects) are created only when first read, and
  * `release()` costs nothing when they never were.
  *

@@ -212,7 +212,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         contentEncoding: header(req, "content-encoding"),
       });
       // The signal is built only if someone reads it (unary handlers rarely do): an
-      // AbortController per call is measurable on a ~100 µs call (docs/performance.md).
+      // AbortController per call is measurable on a call this short (docs/performance.md).
       let abort: AbortController | undefined;
       let gone = false;
       res.once("close", () => {

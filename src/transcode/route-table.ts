@@ -263,7 +263,8 @@ function* verbSplits(segs: readonly string[], verbs: readonly string[]): Generat
  * shortest span first), calling `visit` at every node where the path ends until it returns
  * true. `ranges[d]` is the [start, end) of the segments consumed by the part at depth d; it
  * is only valid during the call. A plain recursion with a stop flag rather than recursive
- * generators: `yield*` through every level was ~9 % of a REST GetGroup (docs/performance.md).
+ * generators: `yield*` through every level showed in a REST GetGroup's profile
+ * (docs/performance.md).
  */
 function walk(root: Node, segs: readonly (string | undefined)[], visit: (node: Node, ranges: [number, number][]) => boolean): void {
   const ranges: [number, number][] = [];

@@ -1,6 +1,6 @@
 /**
  * The lean door for plain unary gRPC-web calls (for speed: docs/performance.md), on HTTP/1.1 and h2. Why: see
- * grpc.ts — connect-node's per-call machinery was ~90 % of a gRPC-web call's server CPU.
+ * grpc.ts — connect-node's per-call machinery was most of a gRPC-web call's server CPU.
  *
  * Taken: POST to a unary method's exact path, content type exactly `application/grpc-web` or
  * `application/grpc-web+proto`, no `grpc-encoding` (or identity), no `grpc-timeout` or a valid

@@ -1,9 +1,10 @@
 /**
  * A lean door for plain unary gRPC calls (for speed: docs/performance.md).
  *
- * Why it exists: the bench's profile showed ~180 µs of every gRPC call spent in connect-node's
- * own protocol layer (per-call AbortSignals and their DOMException, async-iterable pipelines,
- * event listeners), twice what a @grpc/grpc-js server pays for the same handler. For the one
+ * Why it exists: the bench's profile showed most of every gRPC call's server CPU spent in
+ * connect-node's own protocol layer (per-call AbortSignals and their DOMException,
+ * async-iterable pipelines, event listeners), far more than a @grpc/grpc-js server pays for
+ * the same handler (the figures are in docs/performance.md). For the one
  * shape our API really uses — one uncompressed protobuf request, one response — this module
  * reads the request, calls THE SAME wrapped implementation connect-node would call (the call
  * pipeline: auth hooks, error mapping, call log) and writes the answer with connect's own

@@ -338,7 +338,8 @@ const absoluteUrls = new Map<string, string>();
  * `new URL(path, scheme://authority).toString()`, as connect-node's createHandlerContext
  * computes `context.url` (the auth hook reads it on every call), remembered per scheme,
  * authority and path: the fast paths only serve the few paths of the unary methods and a
- * client sends one authority, while parsing the URL cost ~5 µs a call (docs/performance.md).
+ * client sends one authority, while parsing the URL on every call showed in the profile
+ * (docs/performance.md).
  * Bounded, so a client sending ever new authorities only empties it. The authority was
  * checked by the dispatcher (authority.ts), so `new URL` cannot throw here for the paths
  * the fast doors serve.
