@@ -11,7 +11,6 @@ import { file_google_rpc_error_details } from "../../gen/google/rpc/error_detail
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { credentialInQuery, foldRepeatedAuthorization, tokenInUrlError } from "../auth/authenticate.js";
 import { createExchangeService } from "../auth/exchange.js";
-import { createRefreshTokensRepository } from "../store/refresh-tokens.js";
 import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
@@ -19,9 +18,7 @@ import type { TokenIssuer } from "../auth/tokens.js";
 import { type ApiError, CODE_NAMES, internal } from "../errors/api-error.js";
 import { toConnectError } from "../errors/to-connect-error.js";
 import { createServiceContext } from "../services/context.js";
-import { databaseFile, type Db, openDatabase } from "../store/db.js";
-import { msSinceLastWriteOutcome, probeStorage, storageWritable, waitForWriteLockAsync } from "../store/group-commit.js";
-import { ensureBuiltInRoles } from "../store/roles.js";
+import { openStore, type StoreEngine } from "../store/open.js";
 import { RestHandlerContext } from "../transcode/handler-context.js";
 import { createRestHandler } from "../transcode/rest-handler.js";
 import { authorityOf, isValidAuthority } from "./authority.js";
@@ -79,10 +76,10 @@ export interface AppOverrides {
    */
   readonly testHook?: BeforeCallHook;
   /**
-   * Tests only: receives the server's database connection once it is open, to inject storage
-   * faults the way they happen (e.g. a full disk through `PRAGMA max_page_count`).
+   * Tests only: receives the server's store once it is open, to inject storage faults the way
+   * they happen (e.g. a full disk, through the engine's own connection).
    */
-  readonly onDatabase?: (db: Db) => void;
+  readonly onStore?: (store: StoreEngine) => void;
   /**
    * Tests only: runs in the dispatcher for every request whose authority passed, before any
    * door. A test throws from it to prove that a failure outside every door's own handling is
@@ -93,29 +90,28 @@ export interface AppOverrides {
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
   const log = overrides.log ?? createLogger(config.logLevel);
-  const database = openDatabase(config.dataDir);
+  const store = openStore({ dataDir: config.dataDir, access: "serve" });
   try {
-    const { db } = database;
-    overrides.onDatabase?.(db);
+    overrides.onStore?.(store);
     const now = overrides.now ?? Date.now;
-    await ensureBuiltInRoles(db, now());
-    const ctx = createServiceContext(db, now);
+    await store.ensureBuiltInRoles(now());
+    const ctx = await createServiceContext(store, now);
     const trust = config.trust ?? EMPTY_TRUST;
-    let auth: ReturnType<typeof createAuth> | undefined;
+    let auth: Awaited<ReturnType<typeof createAuth>> | undefined;
     const services = apiServices(ctx, {
       securityTokenService: createExchangeService({
-        issuer: () => (auth as ReturnType<typeof createAuth>).issuer(),
+        issuer: () => (auth as Awaited<ReturnType<typeof createAuth>>).issuer(),
         idp: createIdpVerifier(now),
         trust,
         identities: ctx.store.identities,
         grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
-        refreshTokens: createRefreshTokensRepository(db),
+        refreshTokens: ctx.store.refreshTokens,
         groupsNamed: async (name, within, max) => (await ctx.store.groups.listAll({ uidp: {}, name, within }, max)).map((g) => g.uid),
         now,
       }),
     });
-    auth = createAuth({
-      db,
+    auth = await createAuth({
+      serverValues: store.serverValues,
       now,
       services: services.map((s) => s.service),
       grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
@@ -123,16 +119,16 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
     });
     const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
-    const metrics = createMetrics(db);
+    const metrics = createMetrics(store.health);
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics });
     // SERVING while the database can be written (the last write's or probe's outcome) and
     // the server is not shutting down.
     let stopping = false;
     const servingStatus = () =>
-      !stopping && storageWritable(db) ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING;
+      !stopping && store.health.writable() ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING;
     // /readyz says the same as gRPC health, with the reason. Migrations need no check here:
-    // openDatabase applied them before anything listens, or start-up failed.
-    const readiness = () => (stopping ? "draining" : storageWritable(db) ? undefined : "database not writable");
+    // opening the store applied them before anything listens, or start-up failed.
+    const readiness = () => (stopping ? "draining" : store.health.writable() ? undefined : "database not writable");
     const onMetricsError = (err: unknown) => log.error({ err }, "metrics could not be collected");
     const ops = createOpsEndpoints({ readiness, metrics: config.metricsAddr ? undefined : metrics, onMetricsError });
     const shutdown = new AbortController();
@@ -150,7 +146,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       maxBodyBytes: LIMITS.maxMessageBytes,
       // The public URL clients use: the issuer URL (the listen URL unless --issuer-url says
       // otherwise, e.g. behind a proxy).
-      serverUrl: () => (auth as ReturnType<typeof createAuth>).issuer().issuer,
+      serverUrl: () => (auth as Awaited<ReturnType<typeof createAuth>>).issuer().issuer,
       screen({ url }) {
         const param = credentialInQuery(url);
         if (param !== undefined) throw tokenInUrlError(param);
@@ -333,18 +329,19 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const scheme = config.tls ? "https" : "http";
     const hostForUrl = listener.host.includes(":") ? `[${listener.host}]` : listener.host;
     const url = `${scheme}://${hostForUrl}:${listener.port}`;
-    const issuer = auth.start(config.issuerUrl ?? url);
+    const issuer = await auth.start(config.issuerUrl ?? url);
     // Start-up writes are done (they may wait on the loop: nothing is served yet); from now
     // on a write that finds the lock taken waits on a timer, never blocking reads.
-    waitForWriteLockAsync(db, overrides.limits?.storageBusyMs ?? LIMITS.storageBusyMs);
+    store.startServing(overrides.limits?.storageBusyMs ?? LIMITS.storageBusyMs);
     // Keeps the health status current when no write comes: a probe write only after a quiet
     // interval (a busy server's own writes say enough), at most one at a time.
     const probeEveryMs = overrides.limits?.storageProbeMs ?? LIMITS.storageProbeMs;
     let probing = false;
     const prober = setInterval(() => {
-      if (probing || msSinceLastWriteOutcome(db) < probeEveryMs) return;
+      if (probing || store.health.msSinceLastOutcome() < probeEveryMs) return;
       probing = true;
-      probeStorage(db)
+      store.health
+        .probe()
         .catch((err: unknown) => log.warn({ err }, "storage probe failed: the database cannot be written"))
         .finally(() => {
           probing = false;
@@ -366,7 +363,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       {
         version: trellisVersion(),
         listen: url,
-        data: path.resolve(databaseFile(config.dataDir)),
+        data: path.resolve(store.location),
         issuer: issuer.issuer,
         trustedIdps: trust.identityProviders.map((i) => i.issuer),
         tls: config.tls !== undefined,
@@ -396,7 +393,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           await listener.close(overrides.limits?.shutdownGraceMs ?? LIMITS.shutdownGraceMs);
           await metricsListener?.close();
           shutdown.abort();
-          database.close();
+          store.close();
           log.info("trellis stopped");
           log.flush?.();
         })();
@@ -404,7 +401,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
     };
   } catch (err) {
-    database.close();
+    store.close();
     throw err;
   }
 }

@@ -103,6 +103,11 @@ export function upsertTagInTx(tx: Db, repoUid: string, fields: TagFields, now: n
   return rewriteTag(tx, existing, values, now);
 }
 
+/** The uid of the repo's tag named `name`, if any. Runs in the caller's transaction. */
+export function findTagUid(tx: Db, repoUid: string, name: string): string | undefined {
+  return tx.select({ uid: tags.uid }).from(tags).where(and(eq(tags.repoUid, repoUid), eq(tags.name, name))).get()?.uid;
+}
+
 /** Writes `values` over an existing tag, or nothing when they change nothing. */
 function rewriteTag(tx: Db, existing: TagRow, values: Omit<TagRow, "uid" | "repoUid" | "updateTime">, now: number) {
   if (
