@@ -26,7 +26,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
-import { databaseFile } from "../src/store/db.js";
+import { databaseFile } from "../src/store/sqlite/db.js";
 import { checkGoals, goalsText } from "./goals.js";
 import { h2load } from "./load/h2load.js";
 import { nodeLoader, sendOnce, succeeded } from "./load/node-loader.js";

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { databaseFile, openDatabase } from "../../src/store/db.js";
+import { databaseFile, openDatabase } from "../../src/store/sqlite/db.js";
 import { openStore } from "../../src/store/open.js";
 import { createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";

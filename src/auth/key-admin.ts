@@ -8,7 +8,7 @@
  * data-directory lock (the store opened "beside" the server), each change one write that
  * waits at most TOOL_LOCK_WAIT_MS for the server's write lock and then fails with a message
  * instead of waiting forever. The
- * running server sees the change on its next call (src/store/shared-values.ts).
+ * running server sees the change on its next call (src/store/sqlite/shared-values.ts).
  */
 import { describePageKeys, PAGE_KEYS_NAME, rotatePageKey, type PageKeyInfo } from "../pagination/page-keys.js";
 import type { StoreEngine } from "../store/engine.js";

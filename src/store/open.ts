@@ -4,7 +4,7 @@
  */
 import fs from "node:fs";
 import type { StoreEngine } from "./engine.js";
-import { BUSY_TIMEOUT_MS, databaseFile } from "./db.js";
+import { BUSY_TIMEOUT_MS, databaseFile } from "./sqlite/db.js";
 import { openSqliteEngine, type SqliteAccess } from "./sqlite/engine.js";
 
 export type { StoreEngine } from "./engine.js";
@@ -38,3 +38,6 @@ export function storeExists(dataDir: string): boolean {
 
 /** How long a tool's write waits for another writer's lock before it fails "busy" (ms). */
 export const TOOL_LOCK_WAIT_MS = BUSY_TIMEOUT_MS;
+
+// `trellis backup` / `trellis restore` copy the SQLite file itself (online backup API).
+export { BackupUsageError, backupDatabase, restoreDatabase } from "./sqlite/backup.js";

@@ -14,8 +14,8 @@ import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_
 import { TokensService } from "../../gen/trellis/iam/v1/tokens_pb.js";
 import { CAP_CLAIM } from "../../src/auth/token-limits.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { openDatabase } from "../../src/store/db.js";
-import { createRefreshTokensRepository } from "../../src/store/refresh-tokens.js";
+import { openDatabase } from "../../src/store/sqlite/db.js";
+import { createRefreshTokensRepository } from "../../src/store/sqlite/refresh-tokens.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken, operatorToken } from "../support/auth.js";
 import { type CallOutcome, callDoors } from "../support/call-method.js";

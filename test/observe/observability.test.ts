@@ -11,7 +11,7 @@ import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import type { Db } from "../../src/store/db.js";
+import type { Db } from "../../src/store/sqlite/db.js";
 import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
 import { trellisVersion } from "../../src/version.js";
 import { startTestApp, type TestApp } from "../support/app.js";

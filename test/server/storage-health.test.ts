@@ -8,7 +8,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import type { Db } from "../../src/store/db.js";
+import type { Db } from "../../src/store/sqlite/db.js";
 import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
 import { startTestApp } from "../support/app.js";
 import { rest } from "../support/rest.js";

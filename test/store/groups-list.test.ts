@@ -7,8 +7,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupsRepository, type GroupsRepository } from "../../src/store/groups.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import type { GroupsRepository } from "../../src/store/groups.js";
 
 const NOW = 1_800_000_000_000;
 

@@ -8,11 +8,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { advisoryListWhere, type AdvisoryListFilter } from "../../src/store/advisories.js";
-import { type Db, openDatabase, type OpenedDatabase } from "../../src/store/db.js";
-import { keysetPage } from "../../src/store/list-query.js";
-import { advisories, tags } from "../../src/store/schema.js";
-import { type TagListFilter, tagListWhere, type TagOrder } from "../../src/store/tags.js";
+import { advisoryListWhere } from "../../src/store/sqlite/advisories.js";
+import type { AdvisoryListFilter } from "../../src/store/advisories.js";
+import { type Db, openDatabase, type OpenedDatabase } from "../../src/store/sqlite/db.js";
+import { keysetPage } from "../../src/store/sqlite/list-query.js";
+import { advisories, tags } from "../../src/store/sqlite/schema.js";
+import type { TagListFilter, TagOrder } from "../../src/store/tags.js";
+import { tagListWhere } from "../../src/store/sqlite/tags.js";
 
 const ORG = "a".repeat(40);
 const REPOS = 100;

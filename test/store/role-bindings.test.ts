@@ -8,11 +8,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupsRepository } from "../../src/store/groups.js";
-import { createIdentitiesRepository } from "../../src/store/identities.js";
-import { createRoleBindingsRepository, type RoleBindingRecord } from "../../src/store/role-bindings.js";
-import { ensureBuiltInRoles } from "../../src/store/roles.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import { createIdentitiesRepository } from "../../src/store/sqlite/identities.js";
+import { createRoleBindingsRepository } from "../../src/store/sqlite/role-bindings.js";
+import type { RoleBindingRecord } from "../../src/store/role-bindings.js";
+import { ensureBuiltInRoles } from "../../src/store/sqlite/roles.js";
 
 const NOW = 1_800_000_000_000;
 let dir: string;

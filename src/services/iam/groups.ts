@@ -1,7 +1,7 @@
 /**
  * chainguard.platform.iam.v2beta1.GroupsService: the group tree.
  *
- * Handlers validate, call the repository, convert. SQL lives in src/store/groups.ts, error
+ * Handlers validate, call the repository, convert. SQL lives in src/store/sqlite/groups.ts, error
  * construction in src/errors, paging in src/pagination, masks in src/fieldmask.
  * LookupGroup, RequestGroupAccess and CheckEligibility act on the caller's verified
  * organization, matched by the verified email domain of its identity; the rules (and why) are

@@ -12,27 +12,8 @@ import { and, asc, Column, count, desc, eq, getTableColumns, gt, inArray, is, is
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { countCacheFor } from "./count-cache.js";
 import type { Db } from "./db.js";
-import { ancestorsOf } from "./uidp.js";
-
-/** The hierarchy filter (chainguard.platform.common.UIDPFilter) in store terms. */
-export interface UidpFilter {
-  readonly ancestorsOf?: string;
-  readonly descendantsOf?: string;
-  readonly childrenOf?: string;
-  readonly inRoot?: boolean;
-  readonly ids?: readonly string[];
-}
-
-/** Where the next page starts and how long it is. */
-export interface KeysetQuery<K extends string> {
-  readonly order: K;
-  readonly desc: boolean;
-  /** The last row of the previous page, or undefined for the first page. */
-  readonly after?: { readonly value: string | number; readonly uid: string };
-  /** Rows to skip after the cursor (the request's `skip`). */
-  readonly offset: number;
-  readonly limit: number;
-}
+import type { KeysetQuery, UidpFilter } from "../lists.js";
+import { ancestorsOf } from "../uidp.js";
 
 /**
  * How a value enters a condition: inline (the default; drizzle binds it as a parameter of a

@@ -3,7 +3,7 @@
  * process on the same database (the page-token key, the token-signing keys, the issuer settings).
  */
 import { eq } from "drizzle-orm";
-import type { ServerValues, ServerValuesChange } from "./engine.js";
+import type { ServerValues, ServerValuesChange } from "../engine.js";
 import { type Db, writeTransaction } from "./db.js";
 import { sharedValuesFor } from "./shared-values.js";
 import { serverKeys } from "./schema.js";
