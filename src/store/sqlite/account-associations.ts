@@ -11,7 +11,7 @@ import { alreadyExists, notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type Bind, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import type { UidpFilter } from "../lists.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
 import { ORDER_FIELDS, type AccountProviders, type AccountAssociationRecord, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
@@ -29,10 +29,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
       f.name !== undefined ? eq(accountAssociations.name, bind(f.name) as string) : undefined,
       withinConditions(accountAssociations.uid, f.within, bind),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces (hierarchyConditions depends on the
-  // same flags and counts as uidpConditions, so uidpShape names it too).
-  const filterShape = (f: AccountAssociationListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, accountAssociations, accountAssociations.uid, "account_associations");
 
   return {
@@ -89,11 +86,11 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
 
     async list(filter, page) {
       const col = accountAssociations[ORDER_FIELDS[page.order]];
-      return (lists.page(filterShape(filter), (bind) => where(filter, bind), col, page) as AccountAssociationRow[]).map(toRecord);
+      return (lists.page((bind) => where(filter, bind), col, page) as AccountAssociationRow[]).map(toRecord);
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
   };
 }

@@ -10,7 +10,7 @@
  */
 import { and, eq, inArray, or, type SQL, sql } from "drizzle-orm";
 import type { Db } from "./db.js";
-import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { requireGroup } from "./references.js";
 import type { UpsertOutcome } from "../repos.js";
 import { type AdvisoryEventRow, type AdvisoryRow, advisories, advisoryAliases, advisoryEvents } from "./schema.js";
@@ -212,35 +212,6 @@ export function advisoryListWhere(db: Db, f: AdvisoryListFilter, bind: Bind = (v
   ]);
 }
 
-/**
- * Names the SQL text advisoryListWhere produces for `f` (list-query.ts preparedLists): which
- * conditions are present and how many values each list holds. Two filters with the same
- * shape differ only in values.
- */
-export function advisoryFilterShape(f: AdvisoryListFilter): string {
-  const n = (values: readonly unknown[] | undefined) => (values && values.length > 0 ? String(values.length) : "");
-  return [
-    uidpShape(f.uidp),
-    withinShape(f.within),
-    n(f.advisoryIds),
-    n(f.legacyAdvisoryIds),
-    f.origin !== undefined ? "o" : n(f.artifactNames),
-    n(f.artifactTypes),
-    n(f.artifactArchitectures),
-    n(f.componentNames),
-    n(f.componentTypes),
-    n(f.componentLocations),
-    n(f.aliases),
-    n(f.eventReviewStates),
-    n(f.eventAuthors),
-    n(f.excludeEventAuthors),
-    n(f.eventReviewers),
-    n(f.eventTypes),
-    f.latestEventType !== undefined ? "l" : "",
-    f.query ? "q" : "",
-  ].join("|");
-}
-
 export function createAdvisoriesRepository(db: Db): AdvisoriesRepository {
   // list and count run statements prepared once per filter shape (list-query.ts preparedLists).
   const lists = preparedLists(db, advisories, advisories.uid, "advisories");
@@ -252,12 +223,12 @@ export function createAdvisoriesRepository(db: Db): AdvisoriesRepository {
 
     async list(filter, page) {
       const where = (bind: Bind) => advisoryListWhere(db, filter, bind);
-      const rows = lists.page(advisoryFilterShape(filter), where, ORDER_COLUMNS[page.order], page) as AdvisoryRow[];
+      const rows = lists.page(where, ORDER_COLUMNS[page.order], page) as AdvisoryRow[];
       return withEvents(db, rows);
     },
 
     async count(filter) {
-      return lists.count(advisoryFilterShape(filter), (bind) => advisoryListWhere(db, filter, bind));
+      return lists.count((bind) => advisoryListWhere(db, filter, bind));
     },
   };
 }

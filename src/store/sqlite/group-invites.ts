@@ -15,7 +15,7 @@ import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
-import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { newUidp } from "../uidp.js";
 import { ORDER_FIELDS, type GroupInviteRecord, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
@@ -48,9 +48,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
       f.keyId !== undefined ? eq(groupInvites.keyId, bind(f.keyId) as string) : undefined,
       withinConditions(groupInvites.uid, f.within, bind),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: GroupInviteListFilter) => `${uidpShape(f.uidp)}|${f.keyId !== undefined ? "k" : ""}|${withinShape(f.within)}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, groupInvites, groupInvites.uid, "group_invites");
 
   return {
@@ -93,12 +91,12 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
 
     async list(filter, page) {
       const col = groupInvites[ORDER_FIELDS[page.order]];
-      const rows = lists.joinedPage(filterShape(filter), (bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect);
+      const rows = lists.joinedPage((bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect);
       return (rows as ReturnType<typeof getStmt.all>).map(toRecord);
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
 
     async redeemInvite(code, identityUid, now) {

@@ -11,7 +11,7 @@ import { builtInRoleUid } from "../builtin-roles.js";
 import type { Db } from "./db.js";
 import { grantView } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type Bind, preparedLists, preparedSelect, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, preparedLists, preparedSelect, uidpConditions, withinConditions } from "./list-query.js";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { accountAssociations, advisories, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
 import { newUidp, rootOf } from "../uidp.js";
@@ -55,9 +55,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
       f.name !== undefined ? eq(groups.name, (bind ? bind(f.name) : f.name) as string) : undefined,
       withinConditions(groups.uid, f.within, bind),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: GroupListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, groups, groups.uid, "groups");
 
   // CreateGroup's reads and insert, prepared once (drizzle building and SQLite preparing them
@@ -186,11 +184,11 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     },
 
     async list(filter, page) {
-      return lists.page(filterShape(filter), (bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as GroupRecord[];
+      return lists.page((bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as GroupRecord[];
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
 
     async listAll(filter, max) {

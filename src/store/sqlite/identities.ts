@@ -15,7 +15,7 @@ import type { Db } from "./db.js";
 import { grantView, requireOwnersRemain } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type Bind, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
 import { newUidp } from "../uidp.js";
 import { RELATIONSHIP_TYPES, userIdentityUid, ORDER_FIELDS, type StringMatch, type ClaimMatchRelationship, type Relationship, type IdentityRecord, type IdentityMetadataFields, type IdentityListFilter, type IdentitiesRepository } from "../identities.js";
@@ -35,10 +35,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       f.kind !== undefined ? eq(identities.relationshipType, bind(RELATIONSHIP_TYPES[f.kind]) as number) : undefined,
       withinConditions(identities.uid, f.within, bind),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: IdentityListFilter) =>
-    `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}${f.kind !== undefined ? "k" : ""}|${withinShape(f.within)}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, identities, identities.uid, "identities");
 
   return {
@@ -98,12 +95,12 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), identities[ORDER_FIELDS[page.order]], page) as IdentityRow[];
+      const rows = lists.page((bind) => where(filter, bind), identities[ORDER_FIELDS[page.order]], page) as IdentityRow[];
       return rows.map(toRecord);
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
 
     async updateMetadata(uid, changes, now) {

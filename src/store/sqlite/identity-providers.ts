@@ -11,7 +11,7 @@ import { eq, sql } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type Bind, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
@@ -34,9 +34,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
       f.name !== undefined ? eq(identityProviders.name, bind(f.name) as string) : undefined,
       withinConditions(identityProviders.uid, f.within, bind),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: IdentityProviderListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, identityProviders, identityProviders.uid, "identity_providers");
 
   return {
@@ -92,11 +90,11 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
 
     async list(filter, page) {
       const col = identityProviders[ORDER_FIELDS[page.order]];
-      return (lists.page(filterShape(filter), (bind) => where(filter, bind), col, page) as IdentityProviderRow[]).map(toRecord);
+      return (lists.page((bind) => where(filter, bind), col, page) as IdentityProviderRow[]).map(toRecord);
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
 
     async clientSecret(uid) {

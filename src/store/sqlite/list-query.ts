@@ -8,7 +8,7 @@
  * index range with no sort (spelled out as `col > ? OR (col = ? AND uid > ?)`, SQLite
  * may fall back to a scan and a temporary sort). `offset` only serves `skip`.
  */
-import { and, asc, Column, count, desc, eq, getTableColumns, gt, inArray, is, isNull, lt, or, Param, Placeholder, type SQL, sql } from "drizzle-orm";
+import { and, asc, Column, count, desc, eq, getTableColumns, getTableName, gt, inArray, is, isNull, lt, Name, or, Param, Placeholder, SQL, sql, StringChunk, Table } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { countCacheFor } from "./count-cache.js";
 import type { Db } from "./db.js";
@@ -38,6 +38,41 @@ export function placeholders(): { readonly bind: Bind; readonly values: Record<s
 }
 
 /**
+ * The statement-cache key of a built condition: a walk over the same SQL tree the statement
+ * is rendered from, writing what the rendered text depends on (SQL text, column and table
+ * names, where each placeholder stands) and the values drizzle would bake into the statement
+ * (any value that is not a placeholder). Two conditions with the same key render the same
+ * SQL with the same fixed values, so a cached statement can never run with the wrong SQL:
+ * the key comes from the query itself, not from a description kept beside it by hand.
+ * Cheaper than rendering (no escaping, no parameter list), and it refuses a node it does not
+ * know rather than guess.
+ */
+export function sqlShape(node: unknown): string {
+  if (node instanceof StringChunk) return node.value.join("");
+  if (node === undefined) return ""; // drizzle renders a missing chunk as nothing
+  if (node instanceof SQL) {
+    let out = "";
+    for (const c of node.queryChunks) out += sqlShape(c);
+    return out;
+  }
+  if (node instanceof Placeholder) return "?";
+  if (node instanceof Param) return node.value instanceof Placeholder ? "?" : `=${JSON.stringify(node.value)};`;
+  if (node instanceof Column) return `"${getTableName(node.table)}"."${node.name}"`;
+  if (node instanceof Table) return `"${getTableName(node)}"`;
+  if (node instanceof Name) return `"${node.value}"`;
+  if (Array.isArray(node)) {
+    let out = "(";
+    for (let i = 0; i < node.length; i++) out += (i > 0 ? "," : "") + sqlShape(node[i]);
+    return `${out})`;
+  }
+  // A value drizzle binds as a fixed parameter of the statement.
+  if (node === null || typeof node === "string" || typeof node === "number" || typeof node === "boolean") return `=${JSON.stringify(node)};`;
+  // A subquery (a select builder), rendered in parentheses.
+  if (typeof (node as { getSQL?: unknown } | undefined)?.getSQL === "function") return `(${sqlShape((node as { getSQL(): SQL }).getSQL())})`;
+  throw new Error(`sqlShape: a SQL node it does not know (${Object.prototype.toString.call(node)}); teach it before caching such a statement`);
+}
+
+/**
  * Prepared statements by query shape (a key that fixes the SQL text, values apart). Drizzle
  * builds and SQLite prepares a query on every call otherwise, which was ~25 % of a REST List
  * page (docs/performance.md). Bounded: shapes vary with list lengths (ids, scopes), so the
@@ -59,10 +94,9 @@ export function statementCache<S>(max = 256): (key: string, prepare: () => S) =>
 /**
  * A repository's List and count over `table`, run through statements prepared once per query
  * shape. The repository supplies its filter as a function of a Bind (so every value becomes a
- * placeholder) and a `shape` string that names the SQL text that filter produces for the
- * given filter (which conditions are present, how many values each list has) — two filters
- * with the same shape must differ only in values. Counts also go through the connection's
- * count cache (count-cache.ts), keyed by shape and values.
+ * placeholder); the statement's cache key is read off the built WHERE and ORDER BY
+ * (`sqlShape`), so it cannot disagree with the SQL it names. Counts also go through the
+ * connection's count cache (count-cache.ts), keyed by that shape and the values.
  */
 export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, name: string) {
   const listStmts = statementCache<RowsStatement>();
@@ -73,18 +107,22 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
   const counts = countCacheFor(db);
   return {
     /** One keyset page (see keysetClauses); rows as drizzle maps them for `table`. */
-    page(shape: string, where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>): unknown[] {
+    page(where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>): unknown[] {
+      if (fresh) {
+        const ks = keysetClauses(col, uid, page, col === uid);
+        const q = db.select(columns).from(table).where(allOf([where(inline), ks.where])).orderBy(...ks.orderBy);
+        return q.limit(page.limit).offset(page.offset).all();
+      }
       const p = placeholders();
-      const filterSql = where(p.bind);
       const ks = keysetClauses(col, uid, page, col === uid, p.bind);
-      const key = `${shape}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
-      const stmt = listStmts(key, () =>
+      const pageWhere = allOf([where(p.bind), ks.where]);
+      const stmt = listStmts(pageKey(pageWhere, ks.orderBy), () =>
         rowsStatement(
           db,
           db
             .select(columns)
             .from(table)
-            .where(allOf([filterSql, ks.where]))
+            .where(pageWhere)
             .orderBy(...ks.orderBy)
             .limit(sql.placeholder("limit"))
             .offset(sql.placeholder("offset"))
@@ -96,22 +134,23 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
     /**
      * One keyset page of a joined read whose rows drizzle maps (nested objects): `select`
      * gives the select with its joins, finished here with the page's WHERE, ORDER BY, LIMIT
-     * and OFFSET and prepared once per shape like `page`.
+     * and OFFSET and prepared once per shape like `page`. The key does not name the select:
+     * each repository's cache serves one joined read, always the same `select`.
      */
-    joinedPage(
-      shape: string,
-      where: (bind: Bind) => SQL | undefined,
-      col: SQLiteColumn,
-      page: KeysetQuery<string>,
-      select: () => JoinedSelect,
-    ): unknown[] {
+    joinedPage(where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>, select: () => JoinedSelect): unknown[] {
+      if (fresh) {
+        const ks = keysetClauses(col, uid, page, col === uid);
+        const q = select().where(allOf([where(inline), ks.where])).orderBy(...ks.orderBy) as unknown as {
+          limit(n: number): { offset(n: number): { all(): unknown[] } };
+        };
+        return q.limit(page.limit).offset(page.offset).all();
+      }
       const p = placeholders();
-      const filterSql = where(p.bind);
       const ks = keysetClauses(col, uid, page, col === uid, p.bind);
-      const key = `${shape}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
-      const stmt = joinedStmts(key, () =>
+      const pageWhere = allOf([where(p.bind), ks.where]);
+      const stmt = joinedStmts(pageKey(pageWhere, ks.orderBy), () =>
         select()
-          .where(allOf([filterSql, ks.where]))
+          .where(pageWhere)
           .orderBy(...ks.orderBy)
           .limit(sql.placeholder("limit"))
           .offset(sql.placeholder("offset"))
@@ -120,14 +159,39 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
       return stmt.all({ ...p.values, limit: page.limit, offset: page.offset });
     },
     /** count(*) of the rows the filter matches, remembered until the database changes. */
-    count(shape: string, where: (bind: Bind) => SQL | undefined): number {
+    count(where: (bind: Bind) => SQL | undefined): number {
+      if (fresh) return db.select({ n: count() }).from(table).where(where(inline)).get()?.n ?? 0;
       const p = placeholders();
       const filterSql = where(p.bind);
+      const shape = filterSql === undefined ? "" : sqlShape(filterSql);
       const stmt = countStmts(shape, () => db.select({ n: count() }).from(table).where(filterSql).prepare());
       // The shape fixes the SQL text and the values complete it: together they name the query.
       return counts.count(`${name}|${shape}|${JSON.stringify(p.values)}`, () => stmt.get(p.values)?.n ?? 0);
     },
   };
+}
+
+/** Set while `withFreshStatements` runs (tests). */
+let fresh = false;
+
+/**
+ * Tests only: runs `call` with every List and count built anew by drizzle with inline values
+ * and run unprepared, bypassing the statement and count caches, so a test can hold the
+ * cached path to the rows a freshly built statement returns. `call` must reach the store
+ * synchronously (repository methods do: their queries run before their first await).
+ */
+export function withFreshStatements<T>(call: () => T): T {
+  fresh = true;
+  try {
+    return call();
+  } finally {
+    fresh = false;
+  }
+}
+
+/** The cache key of one page's statement: its WHERE (values as placeholders) and ORDER BY. */
+function pageKey(where: SQL | undefined, orderBy: readonly SQL[]): string {
+  return `${where === undefined ? "" : sqlShape(where)}|${sqlShape(orderBy)}`;
 }
 
 /** What joinedPage needs of a drizzle select with joins (the builder's own methods). */
@@ -219,16 +283,6 @@ export function rowMapper(columns: Record<string, Column>): (row: unknown[]) => 
     }
     return out;
   };
-}
-
-/** The part of a statement-cache key that a UIDP filter fixes (see uidpConditions). */
-export function uidpShape(f: UidpFilter): string {
-  return `${f.descendantsOf ? "d" : ""}${f.childrenOf ? "c" : ""}${f.ancestorsOf ? `a${ancestorsOf(f.ancestorsOf).length}` : ""}${f.inRoot ? "r" : ""}${f.ids && f.ids.length > 0 ? `i${f.ids.length}` : ""}`;
-}
-
-/** The part of a statement-cache key that withinConditions' scopes fix. */
-export function withinShape(within: readonly string[] | undefined): string {
-  return within === undefined ? "all" : `w${within.length}`;
 }
 
 /** SQL conditions for a UIDP filter over a table's uid and parent-uid columns. */

@@ -9,7 +9,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { requireGroup } from "./references.js";
 import { type RepoRow, repos, tags } from "./schema.js";
 import { newUidp } from "../uidp.js";
@@ -88,9 +88,7 @@ export function createReposRepository(db: Db): ReposRepository {
       f.name !== undefined ? eq(repos.name, (bind ? bind(f.name) : f.name) as string) : undefined,
       withinConditions(repos.uid, f.within, bind),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: RepoListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, repos, repos.uid, "repos");
 
   return {
@@ -138,12 +136,12 @@ export function createReposRepository(db: Db): ReposRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as RepoRow[];
+      const rows = lists.page((bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as RepoRow[];
       return rows.map(toRepoRecord);
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
 
     async listAll(filter, max) {

@@ -24,7 +24,7 @@ import type { Db } from "./db.js";
 import { grantView, requireOwnersRemain } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
 import { isAncestorOrSelf, newUidp } from "../uidp.js";
 import { ORDER_FIELDS, type RoleBindingRecord, type NewRoleBinding, type RoleBindingListFilter, type RoleBindingsRepository } from "../role-bindings.js";
@@ -74,10 +74,7 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
       f.groupUid !== undefined ? eq(roleBindings.groupUid, bind(f.groupUid) as string) : undefined,
       f.roleUid !== undefined ? eq(roleBindings.roleUid, bind(f.roleUid) as string) : undefined,
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: RoleBindingListFilter) =>
-    `${uidpShape(f.uidp)}|${withinShape(f.within)}|${f.identityUid !== undefined ? "i" : ""}${f.groupUid !== undefined ? "g" : ""}${f.roleUid !== undefined ? "r" : ""}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, roleBindings, roleBindings.uid, "role_bindings");
 
   return {
@@ -141,11 +138,11 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
 
     async list(filter, page) {
       const col = roleBindings[ORDER_FIELDS[page.order]];
-      return lists.joinedPage(filterShape(filter), (bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect) as RoleBindingRecord[];
+      return lists.joinedPage((bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect) as RoleBindingRecord[];
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
 
     async grantsOf(identityUid) {

@@ -15,7 +15,7 @@ import { type Db, writeTransaction } from "./db.js";
 import { grantView } from "./grant-view.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type Bind, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
 import { newUidp } from "../uidp.js";
 import { ORDER_FIELDS, type RoleRecord, type RoleListFilter, type RolesRepository } from "../roles.js";
@@ -44,9 +44,7 @@ export function createRolesRepository(db: Db): RolesRepository {
       f.name !== undefined ? eq(roles.name, bind(f.name) as string) : undefined,
       f.within === undefined ? undefined : or(eq(roles.builtIn, true), withinConditions(roles.uid, f.within, bind)),
     ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: RoleListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
+  // list and count run statements prepared once per query shape (list-query.ts preparedLists).
   const lists = preparedLists(db, roles, roles.uid, "roles");
 
   /** The role as a mutation sees it. @throws NOT_FOUND; FAILED_PRECONDITION for a built-in role. */
@@ -110,12 +108,12 @@ export function createRolesRepository(db: Db): RolesRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), roles[ORDER_FIELDS[page.order]], page) as RoleRow[];
+      const rows = lists.page((bind) => where(filter, bind), roles[ORDER_FIELDS[page.order]], page) as RoleRow[];
       return rows.map(toRecord);
     },
 
     async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
+      return lists.count((bind) => where(filter, bind));
     },
   };
 }

@@ -11,7 +11,7 @@ import { and, asc, count, desc, eq, gte, inArray, lt, max, notInArray, sql } fro
 import { alreadyExists, notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, uidpShape, withinConditions, withinShape } from "./list-query.js";
+import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { requireRepo } from "./repos.js";
 import type { UpsertOutcome } from "../repos.js";
 import { tagHistory, type TagRow, tags } from "./schema.js";
@@ -125,12 +125,6 @@ export function tagListWhere(f: TagListFilter, bind: Bind = (v) => v) {
   ]);
 }
 
-/** Names the SQL text tagListWhere produces for `f` (list-query.ts preparedLists). */
-function tagFilterShape(f: TagListFilter): string {
-  const present = `${f.name !== undefined ? "n" : ""}${f.digest !== undefined ? "d" : ""}${f.updatedSince !== undefined ? "u" : ""}`;
-  return `${uidpShape(f.uidp)}|${present}|g${f.include.length >= 3 ? "all" : f.include.length}|${withinShape(f.within)}`;
-}
-
 export function createTagsRepository(db: Db): TagsRepository {
   const getStmt = db.select().from(tags).where(eq(tags.uid, sql.placeholder("uid"))).prepare();
   const lists = preparedLists(db, tags, tags.uid, "tags");
@@ -153,12 +147,12 @@ export function createTagsRepository(db: Db): TagsRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page(tagFilterShape(filter), (bind) => tagListWhere(filter, bind), ORDER_COLUMNS[page.order], page) as TagRow[];
+      const rows = lists.page((bind) => tagListWhere(filter, bind), ORDER_COLUMNS[page.order], page) as TagRow[];
       return rows.map(toTagRecord);
     },
 
     async count(filter) {
-      return lists.count(tagFilterShape(filter), (bind) => tagListWhere(filter, bind));
+      return lists.count((bind) => tagListWhere(filter, bind));
     },
 
     async listAll(filter, max) {

@@ -1,0 +1,222 @@
+/**
+ * The SQLite engine's Lists run statements cached by a key read off the built WHERE and
+ * ORDER BY (src/store/sqlite/list-query.ts sqlShape). Property: for random filters, orders,
+ * directions, cursors, skips and page sizes, in a random sequence on one repository (so
+ * cached statements of other shapes are around), every List page and count equals what a
+ * statement built afresh by drizzle, with the values inline and unprepared, returns
+ * (`withFreshStatements`). A key that named two different SQL texts alike would hand one
+ * filter another's statement and fail here. Seeded: a failure names its seed and path.
+ */
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accountAssociationOrderValue } from "../../src/store/account-associations.js";
+import { builtInRoleUid } from "../../src/store/builtin-roles.js";
+import type { StoreEngine } from "../../src/store/engine.js";
+import { groupOrderValue } from "../../src/store/groups.js";
+import { identityOrderValue } from "../../src/store/identities.js";
+import type { UidpFilter } from "../../src/store/lists.js";
+import { repoOrderValue } from "../../src/store/repos.js";
+import { roleBindingOrderValue } from "../../src/store/role-bindings.js";
+import { roleOrderValue } from "../../src/store/roles.js";
+import { withFreshStatements } from "../../src/store/sqlite/list-query.js";
+import { GeneratedTag, tagOrderValue } from "../../src/store/tags.js";
+import { ENGINES, type OpenedEngine } from "../support/engines.js";
+
+const NOW = 1_800_000_000_000;
+const SEED = 20_251_125;
+const RUNS = 120;
+
+let opened: OpenedEngine;
+let store: StoreEngine;
+/** Every group uid, roots first. */
+const groupUids: string[] = [];
+const repoUids: string[] = [];
+const identityUids: string[] = [];
+const roleUids: string[] = [];
+
+beforeAll(async () => {
+  const sqlite = ENGINES.find((e) => e.name === "sqlite");
+  if (!sqlite) throw new Error("no sqlite engine");
+  opened = await sqlite.open(NOW);
+  store = opened.engine;
+  const r = store.repositories;
+  let t = NOW;
+  const tick = () => (t += 1000);
+  // Names repeat across the tree so name orders have ties that only the uid breaks.
+  for (const root of ["alpha", "beta"]) {
+    const org = await r.groups.create({ parentUid: null, name: root, description: "", verified: false, kind: 0 }, tick());
+    groupUids.push(org.uid);
+    for (const folder of ["dev", "prod", "dev"]) {
+      const f = await r.groups.create({ parentUid: org.uid, name: folder, description: "", verified: false, kind: 0 }, tick());
+      groupUids.push(f.uid);
+      const sub = await r.groups.create({ parentUid: f.uid, name: "team", description: "", verified: false, kind: 0 }, tick());
+      groupUids.push(sub.uid);
+    }
+  }
+  for (const [i, g] of groupUids.entries()) {
+    for (const name of ["nginx", `app-${i % 3}`]) {
+      const repo = await r.repos.create(g, { name, description: "", catalogTier: 0, bundles: [], aliases: [], activeTags: [] }, tick());
+      repoUids.push(repo.uid);
+      for (const tag of ["latest", "1.2", "sha256-abc", "1.2-20250101", "1.2-r3"]) {
+        await r.tags.upsert(repo.uid, { name: tag, digest: `sha256:${(i % 4).toString().repeat(64)}`, deprecated: false, bundles: [] }, tick());
+      }
+    }
+    const identity = await r.identities.create(
+      { parentUid: g, name: i % 2 ? "robot" : "ci", description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 + (i % 2) } },
+      tick(),
+    );
+    identityUids.push(identity.uid);
+    const role = await r.roles.create({ parentUid: g, name: i % 2 ? "reader" : "writer", description: "", capabilities: [103] }, tick());
+    roleUids.push(role.uid);
+    await r.roleBindings.create(
+      g,
+      [
+        { identityUid: identity.uid, roleUid: role.uid, fields: { identityUid: "identity", roleUid: "role" } },
+        { identityUid: identity.uid, roleUid: builtInRoleUid("viewer"), fields: { identityUid: "identity", roleUid: "role" } },
+      ],
+      tick(),
+    );
+    await r.accountAssociations.create({ groupUid: g, name: `assoc-${i % 3}`, description: "", providers: { amazon: { account: "123456789012" } } }, tick());
+  }
+});
+afterAll(async () => {
+  await opened.close();
+});
+
+const oneOf = <T,>(values: readonly T[]) => fc.constantFrom(...values);
+const maybe = <T,>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
+
+/**
+ * The hierarchy conditions over uids that exist and one that does not: mostly none or one
+ * (so two cases often differ in nothing but which condition, the drift a key must not miss),
+ * sometimes any mix.
+ */
+function uidpArb(uids: () => readonly string[]): fc.Arbitrary<UidpFilter> {
+  const uid = fc.constant(null).chain(() => oneOf([...uids(), "f".repeat(40)]));
+  const ids = fc.constant(null).chain(() => fc.subarray([...uids()], { minLength: 1, maxLength: 2 }));
+  return fc.oneof(
+    { weight: 2, arbitrary: fc.constant({}) },
+    { weight: 4, arbitrary: fc.oneof(uid.map((u) => ({ childrenOf: u })), uid.map((u) => ({ descendantsOf: u })), uid.map((u) => ({ ancestorsOf: u })), fc.constant({ inRoot: true }), ids.map((i) => ({ ids: i }))) },
+    { weight: 1, arbitrary: fc.record({ childrenOf: uid, descendantsOf: uid, ancestorsOf: uid, inRoot: fc.boolean(), ids }, { requiredKeys: [] }) },
+  );
+}
+
+/** Half the time no other condition, so a case is often one condition alone. */
+const sometimes = <T,>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
+
+const withinArb = fc.constant(null).chain(() => sometimes(fc.subarray(groupUids, { maxLength: 2 })));
+
+interface Case<F, O extends string> {
+  readonly filter: F;
+  readonly order: O;
+  readonly desc: boolean;
+  readonly cursorFrom: number | undefined;
+  readonly offset: number;
+  readonly limit: number;
+}
+
+function caseArb<F, O extends string>(filter: fc.Arbitrary<F>, orders: readonly O[]): fc.Arbitrary<Case<F, O>> {
+  return fc.record({
+    filter,
+    order: oneOf(orders),
+    desc: fc.boolean(),
+    cursorFrom: maybe(fc.nat({ max: 200 })),
+    offset: fc.nat({ max: 3 }),
+    limit: fc.integer({ min: 1, max: 6 }),
+  });
+}
+
+/**
+ * Runs the property for one repository: a random sequence of cases, each compared on the
+ * cached path and on freshly built statements. The cursor is taken from a row of the whole
+ * table (any row is a valid place to continue after).
+ */
+async function holds<F, O extends string, R extends { uid: string }>(
+  arb: fc.Arbitrary<Case<F, O>>,
+  repo: {
+    list(filter: F, page: { order: O; desc: boolean; after?: { value: string | number; uid: string }; offset: number; limit: number }): Promise<R[]>;
+    count(filter: F): Promise<number>;
+  },
+  everything: F,
+  orderValue: (row: R, order: O) => string | number,
+): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.array(arb, { minLength: 1, maxLength: 8 }), async (cases) => {
+      for (const c of cases) {
+        const all = await withFreshStatements(() => repo.list(everything, { order: c.order, desc: false, offset: 0, limit: 1000 }));
+        const from = c.cursorFrom === undefined || all.length === 0 ? undefined : all[c.cursorFrom % all.length];
+        const page = {
+          order: c.order,
+          desc: c.desc,
+          ...(from ? { after: { value: orderValue(from, c.order), uid: from.uid } } : {}),
+          offset: c.offset,
+          limit: c.limit,
+        };
+        const cached = await repo.list(c.filter, page);
+        const fresh = await withFreshStatements(() => repo.list(c.filter, page));
+        expect(cached).toEqual(fresh);
+        expect(await repo.count(c.filter)).toBe(await withFreshStatements(() => repo.count(c.filter)));
+      }
+    }),
+    { seed: SEED, numRuns: RUNS },
+  );
+}
+
+const groupNames = ["alpha", "beta", "dev", "prod", "team", "nope"];
+
+describe("cached List statements answer as freshly built ones (SQLite, fast-check)", () => {
+  it("groups", async () => {
+    const filter = fc.record({ uidp: uidpArb(() => groupUids), name: sometimes(oneOf(groupNames)), within: withinArb });
+    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.groups, { uidp: {} }, groupOrderValue);
+  });
+
+  it("repos", async () => {
+    const filter = fc.record({ uidp: uidpArb(() => repoUids), name: sometimes(oneOf(["nginx", "app-0", "app-1", "nope"])), within: withinArb });
+    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.repos, { uidp: {} }, repoOrderValue);
+  });
+
+  it("tags", async () => {
+    const kinds = [GeneratedTag.Referrer, GeneratedTag.Dated, GeneratedTag.Epoch];
+    const filter = fc.record({
+      uidp: uidpArb(() => repoUids),
+      name: sometimes(oneOf(["latest", "1.2", "sha256-abc", "nope"])),
+      digest: sometimes(oneOf([`sha256:${"0".repeat(64)}`, `sha256:${"1".repeat(64)}`])),
+      updatedSince: sometimes(fc.integer({ min: NOW, max: NOW + 400_000 })),
+      include: fc.subarray(kinds),
+      within: withinArb,
+    });
+    const everything = { uidp: {}, include: kinds };
+    await holds(caseArb(filter, ["uid", "name", "update_time"] as const), store.repositories.tags, everything, tagOrderValue);
+  });
+
+  it("identities", async () => {
+    const filter = fc.record({
+      uidp: uidpArb(() => identityUids),
+      name: sometimes(oneOf(["robot", "ci", "nope"])),
+      kind: sometimes(oneOf(["service_principal", "claim_match", "static_keys"] as const)),
+      within: withinArb,
+    });
+    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.identities, { uidp: {} }, identityOrderValue);
+  });
+
+  it("roles", async () => {
+    const filter = fc.record({ uidp: uidpArb(() => roleUids), name: sometimes(oneOf(["reader", "writer", "viewer", "nope"])), within: withinArb });
+    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.roles, { uidp: {} }, roleOrderValue);
+  });
+
+  it("role bindings (a joined read)", async () => {
+    const filter = fc.record({
+      uidp: uidpArb(() => groupUids),
+      identityUid: sometimes(fc.constant(null).chain(() => oneOf(identityUids))),
+      groupUid: sometimes(fc.constant(null).chain(() => oneOf(groupUids))),
+      roleUid: sometimes(fc.constant(null).chain(() => oneOf([...roleUids, builtInRoleUid("viewer")]))),
+      within: withinArb,
+    });
+    await holds(caseArb(filter, ["uid", "create_time"] as const), store.repositories.roleBindings, { uidp: {} }, roleBindingOrderValue);
+  });
+
+  it("account associations", async () => {
+    const filter = fc.record({ uidp: uidpArb(() => groupUids), name: sometimes(oneOf(["assoc-0", "assoc-1", "nope"])), within: withinArb });
+    await holds(caseArb(filter, ["uid", "name", "create_time"] as const), store.repositories.accountAssociations, { uidp: {} }, accountAssociationOrderValue);
+  });
+});
