@@ -3,6 +3,7 @@
  * implementation is src/store/sqlite/account-associations.ts).
  */
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 export interface GitHubInstallation {
   /** int64 as a decimal string. */
@@ -46,8 +47,9 @@ export interface AccountAssociationChanges {
 }
 
 /** Each order an association list can take (`group` is the uid) → its record field and column key. */
-export const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime" } as const;
-export type AccountAssociationOrder = keyof typeof ORDER_FIELDS;
+/** The orders a account associations list takes (orders.ts). */
+export const ACCOUNT_ASSOCIATION_ORDERS = defineOrders<AccountAssociationRecord>()({ uid: "uid", name: "name", create_time: "createTime" }, { group: "uid" });
+export type AccountAssociationOrder = (typeof ACCOUNT_ASSOCIATION_ORDERS.keys)[number];
 
 export interface AccountAssociationListFilter {
   /** Applied to the association's uid, i.e. to its group's uid. */
@@ -79,9 +81,4 @@ export interface AccountAssociationsRepository {
   delete(uid: string): Promise<void>;
   list(filter: AccountAssociationListFilter, page: KeysetQuery<AccountAssociationOrder>): Promise<AccountAssociationRecord[]>;
   count(filter: AccountAssociationListFilter): Promise<number>;
-}
-
-/** The cursor value of a row for an order. */
-export function accountAssociationOrderValue(row: AccountAssociationRecord, order: AccountAssociationOrder): string | number {
-  return row[ORDER_FIELDS[order]];
 }

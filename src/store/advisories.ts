@@ -3,6 +3,7 @@
  * implementation is src/store/sqlite/advisories.ts).
  */
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 /** ReviewState.APPROVED: only approved events make an advisory's current state. */
 export const REVIEW_STATE_APPROVED = 2;
@@ -63,7 +64,9 @@ export interface AdvisoryRecord extends Omit<AdvisoryFields, "origin" | "createT
   readonly events: readonly AdvisoryEventRecord[];
 }
 
-export type AdvisoryOrder = "uid" | "advisory_id" | "create_time" | "update_time";
+/** The orders a advisories list takes (orders.ts). */
+export const ADVISORY_ORDERS = defineOrders<AdvisoryRecord>()({ uid: "uid", advisory_id: "advisoryId", create_time: "createTime", update_time: "updateTime" });
+export type AdvisoryOrder = (typeof ADVISORY_ORDERS.keys)[number];
 
 /** ListAdvisories filters in store terms; a list filter holds when any value matches. */
 export interface AdvisoryListFilter {
@@ -93,17 +96,4 @@ export interface AdvisoriesRepository {
   get(uid: string): Promise<AdvisoryRecord | undefined>;
   list(filter: AdvisoryListFilter, page: KeysetQuery<AdvisoryOrder>): Promise<AdvisoryRecord[]>;
   count(filter: AdvisoryListFilter): Promise<number>;
-}
-
-export function advisoryOrderValue(row: AdvisoryRecord, order: AdvisoryOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "advisory_id":
-      return row.advisoryId;
-    case "create_time":
-      return row.createTime;
-    case "update_time":
-      return row.updateTime;
-  }
 }

@@ -4,6 +4,7 @@
  */
 import type { GrantView } from "./grant-view.js";
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 /** The invite's role as it is now (hydrated on every read). */
 export interface InviteRole {
@@ -44,8 +45,9 @@ export interface CreatedGroupInvite {
 }
 
 /** Each order an invite list can take → its record field, also its column's key on the table. */
-export const ORDER_FIELDS = { uid: "uid", create_time: "createTime", expiration_time: "expirationTime" } as const;
-export type GroupInviteOrder = keyof typeof ORDER_FIELDS;
+/** The orders a group invites list takes (orders.ts). */
+export const GROUP_INVITE_ORDERS = defineOrders<GroupInviteRecord>()({ uid: "uid", create_time: "createTime", expiration_time: "expirationTime" });
+export type GroupInviteOrder = (typeof GROUP_INVITE_ORDERS.keys)[number];
 
 export interface GroupInviteListFilter {
   readonly uidp: UidpFilter;
@@ -78,9 +80,4 @@ export interface GroupInvitesRepository {
    * FAILED_PRECONDITION with violation type INVITE_EXPIRED or INVITE_EMAIL_MISMATCH.
    */
   redeemInvite(code: string, identityUid: string, now: number): Promise<string>;
-}
-
-/** The cursor value of a row for an order. */
-export function groupInviteOrderValue(row: GroupInviteRecord, order: GroupInviteOrder): string | number {
-  return row[ORDER_FIELDS[order]];
 }

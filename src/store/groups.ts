@@ -4,6 +4,7 @@
  */
 import type { GrantView } from "./grant-view.js";
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 /** A group as stored (times in ms since the epoch). */
 export type GroupRecord = {
@@ -19,8 +20,9 @@ export type GroupRecord = {
   readonly updateTime: number;
 };
 
-/** Orders a group list can take. */
-export type GroupOrder = "uid" | "name" | "create_time" | "update_time";
+/** The orders a groups list takes (orders.ts). */
+export const GROUP_ORDERS = defineOrders<GroupRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type GroupOrder = (typeof GROUP_ORDERS.keys)[number];
 
 export interface GroupListFilter {
   readonly uidp: UidpFilter;
@@ -83,18 +85,4 @@ export interface GroupsRepository {
    * (create_time, then uid) if several share it; LookupGroup matches an email domain this way.
    */
   findVerifiedRoot(name: string): Promise<GroupRecord | undefined>;
-}
-
-/** The cursor value of a row for an order. */
-export function groupOrderValue(row: GroupRecord, order: GroupOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "name":
-      return row.name;
-    case "create_time":
-      return row.createTime;
-    case "update_time":
-      return row.updateTime;
-  }
 }

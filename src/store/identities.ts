@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import type { GrantView } from "./grant-view.js";
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 /** A value matched exactly, or by an RE2 pattern that must match the whole value. */
 export type StringMatch = { readonly exact: string } | { readonly pattern: string };
@@ -114,8 +115,9 @@ export interface IdentityMetadataChanges {
 }
 
 /** Each order an identity list can take → its record field, also its column's key on the table. */
-export const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
-export type IdentityOrder = keyof typeof ORDER_FIELDS;
+/** The orders a identities list takes (orders.ts). */
+export const IDENTITY_ORDERS = defineOrders<IdentityRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type IdentityOrder = (typeof IDENTITY_ORDERS.keys)[number];
 
 export interface IdentityListFilter {
   readonly uidp: UidpFilter;
@@ -172,9 +174,4 @@ export interface IdentitiesRepository {
  */
 export function userIdentityUid(issuer: string, subject: string): string {
   return createHash("sha1").update(`${issuer}\u0000${subject}`).digest("hex");
-}
-
-/** The cursor value of a row for an order. */
-export function identityOrderValue(row: IdentityRecord, order: IdentityOrder): string | number {
-  return row[ORDER_FIELDS[order]];
 }

@@ -4,6 +4,7 @@
  */
 import type { KeysetQuery, UidpFilter } from "./lists.js";
 import type { GrantView } from "./grant-view.js";
+import { defineOrders } from "./orders.js";
 
 /** The OIDC settings of a provider as every read returns them: the secret itself stays in the store. */
 export interface OidcSettings {
@@ -52,8 +53,9 @@ export interface IdentityProviderChanges {
 }
 
 /** Each order an identity-provider list can take → its record field, also its column's key on the table. */
-export const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
-export type IdentityProviderOrder = keyof typeof ORDER_FIELDS;
+/** The orders a identity providers list takes (orders.ts). */
+export const IDENTITY_PROVIDER_ORDERS = defineOrders<IdentityProviderRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type IdentityProviderOrder = (typeof IDENTITY_PROVIDER_ORDERS.keys)[number];
 
 export interface IdentityProviderListFilter {
   readonly uidp: UidpFilter;
@@ -94,9 +96,4 @@ export interface IdentityProvidersRepository {
   count(filter: IdentityProviderListFilter): Promise<number>;
   /** The stored client secret ("" when none), for the login flow only; undefined when no such provider. */
   clientSecret(uid: string): Promise<string | undefined>;
-}
-
-/** The cursor value of a row for an order. */
-export function identityProviderOrderValue(row: IdentityProviderRecord, order: IdentityProviderOrder): string | number {
-  return row[ORDER_FIELDS[order]];
 }

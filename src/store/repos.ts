@@ -3,6 +3,7 @@
  * implementation is src/store/sqlite/repos.ts).
  */
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 /** A repo as the services see it: list fields decoded. */
 export interface RepoRecord {
@@ -30,7 +31,9 @@ export interface RepoFields {
 
 export type RepoChanges = Partial<RepoFields>;
 
-export type RepoOrder = "uid" | "name" | "create_time" | "update_time";
+/** The orders a repos list takes (orders.ts). */
+export const REPO_ORDERS = defineOrders<RepoRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type RepoOrder = (typeof REPO_ORDERS.keys)[number];
 
 export interface RepoListFilter {
   readonly uidp: UidpFilter;
@@ -60,18 +63,4 @@ export interface ReposRepository {
   count(filter: RepoListFilter): Promise<number>;
   /** Every match in uid order, at most `max + 1` rows (the unpaged v1 list). */
   listAll(filter: RepoListFilter, max: number): Promise<RepoRecord[]>;
-}
-
-/** The cursor value of a row for an order. */
-export function repoOrderValue(row: RepoRecord, order: RepoOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "name":
-      return row.name;
-    case "create_time":
-      return row.createTime;
-    case "update_time":
-      return row.updateTime;
-  }
 }

@@ -4,6 +4,7 @@
  */
 import type { GrantView } from "./grant-view.js";
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 export interface RoleBindingRecord {
   readonly uid: string;
@@ -59,8 +60,9 @@ export interface RoleBindingChanges {
 }
 
 /** Each order a binding list can take → its record field, also its column's key on the table. */
-export const ORDER_FIELDS = { uid: "uid", create_time: "createTime" } as const;
-export type RoleBindingOrder = keyof typeof ORDER_FIELDS;
+/** The orders a role bindings list takes (orders.ts). */
+export const ROLE_BINDING_ORDERS = defineOrders<RoleBindingRecord>()({ uid: "uid", create_time: "createTime" });
+export type RoleBindingOrder = (typeof ROLE_BINDING_ORDERS.keys)[number];
 
 export interface RoleBindingListFilter {
   /** On the binding's own uid. */
@@ -107,9 +109,4 @@ export interface RoleBindingsRepository {
 export interface Grant {
   readonly groupUid: string;
   readonly capabilities: readonly number[];
-}
-
-/** The cursor value of a row for an order. */
-export function roleBindingOrderValue(row: RoleBindingRecord, order: RoleBindingOrder): string | number {
-  return row[ORDER_FIELDS[order]];
 }

@@ -4,6 +4,7 @@
  */
 import type { GrantView } from "./grant-view.js";
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 export interface RoleRecord {
   readonly uid: string;
@@ -34,8 +35,9 @@ export interface RoleChanges {
 }
 
 /** Each order a role list can take → its record field, also its column's key on the table. */
-export const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
-export type RoleOrder = keyof typeof ORDER_FIELDS;
+/** The orders a roles list takes (orders.ts). */
+export const ROLE_ORDERS = defineOrders<RoleRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type RoleOrder = (typeof ROLE_ORDERS.keys)[number];
 
 export interface RoleListFilter {
   readonly uidp: UidpFilter;
@@ -71,9 +73,4 @@ export interface RolesRepository {
   delete(uid: string): Promise<void>;
   list(filter: RoleListFilter, page: KeysetQuery<RoleOrder>): Promise<RoleRecord[]>;
   count(filter: RoleListFilter): Promise<number>;
-}
-
-/** The cursor value of a row for an order. */
-export function roleOrderValue(row: RoleRecord, order: RoleOrder): string | number {
-  return row[ORDER_FIELDS[order]];
 }

@@ -3,6 +3,7 @@
  * implementation is src/store/sqlite/tags.ts).
  */
 import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 /** Classes of build-system tags ListTags leaves out unless asked (tags.proto). */
 export const GeneratedTag = { None: 0, Referrer: 1, Dated: 2, Epoch: 3 } as const;
@@ -33,7 +34,9 @@ export interface TagFields {
   readonly bundles: readonly string[];
 }
 
-export type TagOrder = "uid" | "name" | "update_time";
+/** The orders a tags list takes (orders.ts). */
+export const TAG_ORDERS = defineOrders<TagRecord>()({ uid: "uid", name: "name", update_time: "updateTime" });
+export type TagOrder = (typeof TAG_ORDERS.keys)[number];
 
 export interface TagListFilter {
   readonly uidp: UidpFilter;
@@ -81,15 +84,4 @@ export interface TagsRepository {
   history(uid: string, range: { readonly start?: number; readonly end?: number }, max: number): Promise<TagMove[]>;
   /** @throws NOT_FOUND (repo). */
   summary(repoUid: string, include: readonly GeneratedTag[]): Promise<TagsSummary>;
-}
-
-export function tagOrderValue(row: TagRecord, order: TagOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "name":
-      return row.name;
-    case "update_time":
-      return row.updateTime;
-  }
 }

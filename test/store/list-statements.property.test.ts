@@ -9,17 +9,17 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accountAssociationOrderValue } from "../../src/store/account-associations.js";
+import { ACCOUNT_ASSOCIATION_ORDERS } from "../../src/store/account-associations.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import type { StoreEngine } from "../../src/store/engine.js";
-import { groupOrderValue } from "../../src/store/groups.js";
-import { identityOrderValue } from "../../src/store/identities.js";
+import { GROUP_ORDERS } from "../../src/store/groups.js";
+import { IDENTITY_ORDERS } from "../../src/store/identities.js";
 import type { UidpFilter } from "../../src/store/lists.js";
-import { repoOrderValue } from "../../src/store/repos.js";
-import { roleBindingOrderValue } from "../../src/store/role-bindings.js";
-import { roleOrderValue } from "../../src/store/roles.js";
+import { REPO_ORDERS } from "../../src/store/repos.js";
+import { ROLE_BINDING_ORDERS } from "../../src/store/role-bindings.js";
+import { ROLE_ORDERS } from "../../src/store/roles.js";
 import { withFreshStatements } from "../../src/store/sqlite/list-query.js";
-import { GeneratedTag, tagOrderValue } from "../../src/store/tags.js";
+import { GeneratedTag, TAG_ORDERS } from "../../src/store/tags.js";
 import { ENGINES, type OpenedEngine } from "../support/engines.js";
 
 const NOW = 1_800_000_000_000;
@@ -167,12 +167,12 @@ const groupNames = ["alpha", "beta", "dev", "prod", "team", "nope"];
 describe("cached List statements answer as freshly built ones (SQLite, fast-check)", () => {
   it("groups", async () => {
     const filter = fc.record({ uidp: uidpArb(() => groupUids), name: sometimes(oneOf(groupNames)), within: withinArb });
-    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.groups, { uidp: {} }, groupOrderValue);
+    await holds(caseArb(filter, GROUP_ORDERS.keys), store.repositories.groups, { uidp: {} }, GROUP_ORDERS.value);
   });
 
   it("repos", async () => {
     const filter = fc.record({ uidp: uidpArb(() => repoUids), name: sometimes(oneOf(["nginx", "app-0", "app-1", "nope"])), within: withinArb });
-    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.repos, { uidp: {} }, repoOrderValue);
+    await holds(caseArb(filter, REPO_ORDERS.keys), store.repositories.repos, { uidp: {} }, REPO_ORDERS.value);
   });
 
   it("tags", async () => {
@@ -186,7 +186,7 @@ describe("cached List statements answer as freshly built ones (SQLite, fast-chec
       within: withinArb,
     });
     const everything = { uidp: {}, include: kinds };
-    await holds(caseArb(filter, ["uid", "name", "update_time"] as const), store.repositories.tags, everything, tagOrderValue);
+    await holds(caseArb(filter, TAG_ORDERS.keys), store.repositories.tags, everything, TAG_ORDERS.value);
   });
 
   it("identities", async () => {
@@ -196,12 +196,12 @@ describe("cached List statements answer as freshly built ones (SQLite, fast-chec
       kind: sometimes(oneOf(["service_principal", "claim_match", "static_keys"] as const)),
       within: withinArb,
     });
-    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.identities, { uidp: {} }, identityOrderValue);
+    await holds(caseArb(filter, IDENTITY_ORDERS.keys), store.repositories.identities, { uidp: {} }, IDENTITY_ORDERS.value);
   });
 
   it("roles", async () => {
     const filter = fc.record({ uidp: uidpArb(() => roleUids), name: sometimes(oneOf(["reader", "writer", "viewer", "nope"])), within: withinArb });
-    await holds(caseArb(filter, ["uid", "name", "create_time", "update_time"] as const), store.repositories.roles, { uidp: {} }, roleOrderValue);
+    await holds(caseArb(filter, ROLE_ORDERS.keys), store.repositories.roles, { uidp: {} }, ROLE_ORDERS.value);
   });
 
   it("role bindings (a joined read)", async () => {
@@ -212,11 +212,11 @@ describe("cached List statements answer as freshly built ones (SQLite, fast-chec
       roleUid: sometimes(fc.constant(null).chain(() => oneOf([...roleUids, builtInRoleUid("viewer")]))),
       within: withinArb,
     });
-    await holds(caseArb(filter, ["uid", "create_time"] as const), store.repositories.roleBindings, { uidp: {} }, roleBindingOrderValue);
+    await holds(caseArb(filter, ROLE_BINDING_ORDERS.keys), store.repositories.roleBindings, { uidp: {} }, ROLE_BINDING_ORDERS.value);
   });
 
   it("account associations", async () => {
     const filter = fc.record({ uidp: uidpArb(() => groupUids), name: sometimes(oneOf(["assoc-0", "assoc-1", "nope"])), within: withinArb });
-    await holds(caseArb(filter, ["uid", "name", "create_time"] as const), store.repositories.accountAssociations, { uidp: {} }, accountAssociationOrderValue);
+    await holds(caseArb(filter, ACCOUNT_ASSOCIATION_ORDERS.keys), store.repositories.accountAssociations, { uidp: {} }, ACCOUNT_ASSOCIATION_ORDERS.value);
   });
 });

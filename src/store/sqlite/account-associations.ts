@@ -14,7 +14,7 @@ import { requireGroup } from "./references.js";
 import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import type { UidpFilter } from "../lists.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
-import { ORDER_FIELDS, type AccountProviders, type AccountAssociationRecord, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
+import { ACCOUNT_ASSOCIATION_ORDERS, type AccountProviders, type AccountAssociationRecord, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
 
 export function createAccountAssociationsRepository(db: Db): AccountAssociationsRepository {
   const getStmt = db
@@ -85,7 +85,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     },
 
     async list(filter, page) {
-      const col = accountAssociations[ORDER_FIELDS[page.order]];
+      const col = accountAssociations[ACCOUNT_ASSOCIATION_ORDERS.fields[page.order]];
       return (lists.page((bind) => where(filter, bind), col, page) as AccountAssociationRow[]).map(toRecord);
     },
 

@@ -15,14 +15,7 @@ import { requireGroup } from "./references.js";
 import type { UpsertOutcome } from "../repos.js";
 import { type AdvisoryEventRow, type AdvisoryRow, advisories, advisoryAliases, advisoryEvents } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { REVIEW_STATE_APPROVED, type SeverityRecord, type AdvisoryEventFields, type AdvisoryEventRecord, type AdvisoryFields, type AdvisoryRecord, type AdvisoryListFilter, type AdvisoriesRepository } from "../advisories.js";
-
-const ORDER_COLUMNS = {
-  uid: advisories.uid,
-  advisory_id: advisories.advisoryId,
-  create_time: advisories.createTime,
-  update_time: advisories.updateTime,
-} as const;
+import { ADVISORY_ORDERS, REVIEW_STATE_APPROVED, type SeverityRecord, type AdvisoryEventFields, type AdvisoryEventRecord, type AdvisoryFields, type AdvisoryRecord, type AdvisoryListFilter, type AdvisoriesRepository } from "../advisories.js";
 
 function parseSeverities(text: string): SeverityRecord[] {
   try {
@@ -223,7 +216,7 @@ export function createAdvisoriesRepository(db: Db): AdvisoriesRepository {
 
     async list(filter, page) {
       const where = (bind: Bind) => advisoryListWhere(db, filter, bind);
-      const rows = lists.page(where, ORDER_COLUMNS[page.order], page) as AdvisoryRow[];
+      const rows = lists.page(where, advisories[ADVISORY_ORDERS.fields[page.order]], page) as AdvisoryRow[];
       return withEvents(db, rows);
     },
 

@@ -18,7 +18,7 @@ import { requireAssignableRole, requireGroup } from "./references.js";
 import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { ORDER_FIELDS, type GroupInviteRecord, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
+import { GROUP_INVITE_ORDERS, type GroupInviteRecord, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
 
 const KEY_ID_LENGTH = 16;
 
@@ -90,7 +90,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
     },
 
     async list(filter, page) {
-      const col = groupInvites[ORDER_FIELDS[page.order]];
+      const col = groupInvites[GROUP_INVITE_ORDERS.fields[page.order]];
       const rows = lists.joinedPage((bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect);
       return (rows as ReturnType<typeof getStmt.all>).map(toRecord);
     },

@@ -15,14 +15,7 @@ import { allOf, type Bind, preparedLists, preparedSelect, uidpConditions, within
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { accountAssociations, advisories, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
 import { newUidp, rootOf } from "../uidp.js";
-import type { GroupRecord, GroupListFilter, GroupsRepository } from "../groups.js";
-
-const ORDER_COLUMNS = {
-  uid: groups.uid,
-  name: groups.name,
-  create_time: groups.createTime,
-  update_time: groups.updateTime,
-} as const;
+import { GROUP_ORDERS, type GroupRecord, type GroupListFilter, type GroupsRepository } from "../groups.js";
 
 /**
  * What blocks deleting a group, checked in this order; the kind names the child in the
@@ -184,7 +177,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
     },
 
     async list(filter, page) {
-      return lists.page((bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as GroupRecord[];
+      return lists.page((bind) => where(filter, bind), groups[GROUP_ORDERS.fields[page.order]], page) as GroupRecord[];
     },
 
     async count(filter) {

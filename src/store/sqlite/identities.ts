@@ -18,7 +18,7 @@ import { requireGroup } from "./references.js";
 import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { RELATIONSHIP_TYPES, userIdentityUid, ORDER_FIELDS, type StringMatch, type ClaimMatchRelationship, type Relationship, type IdentityRecord, type IdentityMetadataFields, type IdentityListFilter, type IdentitiesRepository } from "../identities.js";
+import { RELATIONSHIP_TYPES, userIdentityUid, IDENTITY_ORDERS, type StringMatch, type ClaimMatchRelationship, type Relationship, type IdentityRecord, type IdentityMetadataFields, type IdentityListFilter, type IdentitiesRepository } from "../identities.js";
 
 export function createIdentitiesRepository(db: Db): IdentitiesRepository {
   const getStmt = db.select().from(identities).where(eq(identities.uid, sql.placeholder("uid"))).prepare();
@@ -95,7 +95,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page((bind) => where(filter, bind), identities[ORDER_FIELDS[page.order]], page) as IdentityRow[];
+      const rows = lists.page((bind) => where(filter, bind), identities[IDENTITY_ORDERS.fields[page.order]], page) as IdentityRow[];
       return rows.map(toRecord);
     },
 

@@ -16,7 +16,7 @@ import { grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { ORDER_FIELDS, type OidcInput, type IdentityProviderRecord, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
+import { IDENTITY_PROVIDER_ORDERS, type OidcInput, type IdentityProviderRecord, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
 
 /** The JSON document in the `oidc` column. */
 type StoredOidc = OidcInput;
@@ -89,7 +89,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
     },
 
     async list(filter, page) {
-      const col = identityProviders[ORDER_FIELDS[page.order]];
+      const col = identityProviders[IDENTITY_PROVIDER_ORDERS.fields[page.order]];
       return (lists.page((bind) => where(filter, bind), col, page) as IdentityProviderRow[]).map(toRecord);
     },
 

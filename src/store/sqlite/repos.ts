@@ -13,14 +13,7 @@ import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, withi
 import { requireGroup } from "./references.js";
 import { type RepoRow, repos, tags } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import type { RepoRecord, RepoFields, RepoChanges, RepoListFilter, UpsertOutcome, ReposRepository } from "../repos.js";
-
-const ORDER_COLUMNS = {
-  uid: repos.uid,
-  name: repos.name,
-  create_time: repos.createTime,
-  update_time: repos.updateTime,
-} as const;
+import { REPO_ORDERS, type RepoRecord, type RepoFields, type RepoChanges, type RepoListFilter, type UpsertOutcome, type ReposRepository } from "../repos.js";
 
 export function toRepoRecord(row: RepoRow): RepoRecord {
   return {
@@ -136,7 +129,7 @@ export function createReposRepository(db: Db): ReposRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page((bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as RepoRow[];
+      const rows = lists.page((bind) => where(filter, bind), repos[REPO_ORDERS.fields[page.order]], page) as RepoRow[];
       return rows.map(toRepoRecord);
     },
 

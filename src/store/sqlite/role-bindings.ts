@@ -27,7 +27,7 @@ import { requireGroup } from "./references.js";
 import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
 import { isAncestorOrSelf, newUidp } from "../uidp.js";
-import { ORDER_FIELDS, type RoleBindingRecord, type NewRoleBinding, type RoleBindingListFilter, type RoleBindingsRepository } from "../role-bindings.js";
+import { ROLE_BINDING_ORDERS, type RoleBindingRecord, type NewRoleBinding, type RoleBindingListFilter, type RoleBindingsRepository } from "../role-bindings.js";
 
 /** The hydrated read: the binding joined with its identity, group and role. */
 const READ_COLUMNS = {
@@ -137,7 +137,7 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
     },
 
     async list(filter, page) {
-      const col = roleBindings[ORDER_FIELDS[page.order]];
+      const col = roleBindings[ROLE_BINDING_ORDERS.fields[page.order]];
       return lists.joinedPage((bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect) as RoleBindingRecord[];
     },
 

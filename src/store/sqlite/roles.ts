@@ -18,7 +18,7 @@ import { requireGroup } from "./references.js";
 import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { ORDER_FIELDS, type RoleRecord, type RoleListFilter, type RolesRepository } from "../roles.js";
+import { ROLE_ORDERS, type RoleRecord, type RoleListFilter, type RolesRepository } from "../roles.js";
 
 /**
  * What keeps a role from being deleted, checked in this order. Bindings and invites hold a
@@ -108,7 +108,7 @@ export function createRolesRepository(db: Db): RolesRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page((bind) => where(filter, bind), roles[ORDER_FIELDS[page.order]], page) as RoleRow[];
+      const rows = lists.page((bind) => where(filter, bind), roles[ROLE_ORDERS.fields[page.order]], page) as RoleRow[];
       return rows.map(toRecord);
     },
 

@@ -16,9 +16,7 @@ import { requireRepo } from "./repos.js";
 import type { UpsertOutcome } from "../repos.js";
 import { tagHistory, type TagRow, tags } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { GeneratedTag, generatedKind, type TagRecord, type TagFields, type TagListFilter, type TagsRepository } from "../tags.js";
-
-const ORDER_COLUMNS = { uid: tags.uid, name: tags.name, update_time: tags.updateTime } as const;
+import { TAG_ORDERS, GeneratedTag, generatedKind, type TagRecord, type TagFields, type TagListFilter, type TagsRepository } from "../tags.js";
 
 function toTagRecord(row: TagRow): TagRecord {
   const { generated: _generated, ...rest } = row;
@@ -147,7 +145,7 @@ export function createTagsRepository(db: Db): TagsRepository {
     },
 
     async list(filter, page) {
-      const rows = lists.page((bind) => tagListWhere(filter, bind), ORDER_COLUMNS[page.order], page) as TagRow[];
+      const rows = lists.page((bind) => tagListWhere(filter, bind), tags[TAG_ORDERS.fields[page.order]], page) as TagRow[];
       return rows.map(toTagRecord);
     },
 
