@@ -235,9 +235,30 @@ function rowsStatement(db: Db, query: { readonly sql: string; readonly params: r
     return out;
   };
   return {
-    rows: (values) => stmt.all(...args(values)) as unknown[][],
+    rows(values) {
+      const a = args(values);
+      observer?.(query.sql, a);
+      return stmt.all(...a) as unknown[][];
+    },
     first: (values) => stmt.get(...args(values)) as unknown[] | undefined,
   };
+}
+
+/** Set while `observeListStatements` runs (tests). */
+let observer: ((sql: string, args: readonly unknown[]) => void) | undefined;
+
+/**
+ * Tests only: runs `call` and hands `onRun` the SQL text and arguments of every List page
+ * statement it runs, exactly as prepared and bound on the connection, so a test can EXPLAIN
+ * what production runs. `call` must reach the store synchronously, as in withFreshStatements.
+ */
+export function observeListStatements<T>(onRun: (sql: string, args: readonly unknown[]) => void, call: () => T): T {
+  observer = onRun;
+  try {
+    return call();
+  } finally {
+    observer = undefined;
+  }
 }
 
 /**
@@ -335,20 +356,6 @@ export function keysetClauses(
 export function allOf(conditions: readonly (SQL | undefined)[]): SQL | undefined {
   const present = conditions.filter((c): c is SQL => c !== undefined);
   return present.length === 0 ? undefined : and(...present);
-}
-
-/**
- * The WHERE/ORDER BY/LIMIT/OFFSET of one keyset page over `filter`, ordered by `col` then `uid`
- * (`col === uid` for the uid order). Repositories spread it into their select.
- */
-export function keysetPage<K extends string>(
-  filter: SQL | undefined,
-  col: SQLiteColumn,
-  uid: SQLiteColumn,
-  page: KeysetQuery<K>,
-): { where: SQL | undefined; orderBy: SQL[]; limit: number; offset: number } {
-  const ks = keysetClauses(col, uid, page, col === uid);
-  return { where: allOf([filter, ks.where]), orderBy: ks.orderBy, limit: page.limit, offset: page.offset };
 }
 
 /** JSON text of a string list column → the list (a damaged value reads as empty). */
