@@ -10,6 +10,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ACCOUNT_ASSOCIATION_ORDERS } from "../../src/store/account-associations.js";
+import { ADVISORY_ORDERS, type AdvisoryFields, type AdvisoryListFilter } from "../../src/store/advisories.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import type { StoreEngine } from "../../src/store/engine.js";
 import { GROUP_ORDERS } from "../../src/store/groups.js";
@@ -78,7 +79,36 @@ beforeAll(async () => {
     );
     await r.accountAssociations.create({ groupUid: g, name: `assoc-${i % 3}`, description: "", providers: { amazon: { account: "123456789012" } } }, tick());
   }
+  // Advisories arrive the way `trellis import` writes them: through the store's import writer.
+  await store.importer.transaction(async (tx) => {
+    for (const [g, group] of groupUids.entries()) {
+      for (let i = 0; i < 4; i++) await tx.record((w) => w.upsertAdvisory(group, advisory(g * 4 + i), tick()));
+    }
+  });
 });
+
+/** Advisory `i`: values cycle so that every filter value matches some rows, not all. */
+function advisory(i: number): AdvisoryFields {
+  const pick = <T,>(values: readonly T[]) => values[i % values.length] as T;
+  return {
+    advisoryId: `CGA-${i % 5}`,
+    legacyAdvisoryId: i % 3 === 0 ? null : `LEG-${i % 3}`,
+    author: "importer",
+    artifactName: pick(["alpha", "beta", "gamma"]),
+    artifactType: pick(["apk", "oci"]),
+    artifactArchitecture: pick(["x86_64", "aarch64"]),
+    componentName: pick(["openssl", "zlib", "Busybox"]),
+    componentLocation: pick(["/usr/lib", "/bin"]),
+    componentType: pick(["apk", "go-module"]),
+    origin: i % 4 === 0 ? "origin-pkg" : undefined,
+    aliases: [`CVE-2026-${i % 3}`],
+    severities: [],
+    deleteTime: null,
+    events: [
+      { author: pick(["ann", "bob"]), reviewer: pick(["rev-1", "rev-2"]), reviewState: (i % 3) + 1, issue: null, eventType: (i % 4) + 1, body: "{}", findings: null },
+    ],
+  };
+}
 afterAll(async () => {
   await opened.close();
 });
@@ -213,6 +243,28 @@ describe("cached List statements answer as freshly built ones (SQLite, fast-chec
       within: withinArb,
     });
     await holds(caseArb(filter, ROLE_BINDING_ORDERS.keys), store.repositories.roleBindings, { uidp: {} }, ROLE_BINDING_ORDERS.value);
+  });
+
+  it("advisories (sub-selects over events and aliases)", async () => {
+    const list = <T,>(values: readonly T[]) => sometimes(fc.subarray([...values], { minLength: 1, maxLength: Math.min(2, values.length) }));
+    const filter: fc.Arbitrary<AdvisoryListFilter> = fc.record({
+      uidp: uidpArb(() => groupUids),
+      within: withinArb,
+      advisoryIds: list(["CGA-0", "CGA-1", "CGA-9"]),
+      legacyAdvisoryIds: list(["LEG-1", "LEG-2"]),
+      artifactNames: list(["alpha", "beta"]),
+      artifactTypes: list(["apk", "oci"]),
+      componentNames: list(["openssl", "busybox"]),
+      aliases: list(["CVE-2026-0", "CVE-2026-2"]),
+      origin: sometimes(oneOf(["origin-pkg", "alpha"])),
+      eventReviewStates: list([1, 2, 3]),
+      eventAuthors: list(["ann", "bob"]),
+      excludeEventAuthors: list(["ann"]),
+      eventTypes: list([1, 2, 3, 4]),
+      latestEventType: sometimes(oneOf([1, 3])),
+      query: sometimes(oneOf(["ssl", "CVE-2026", "ALPHA"])),
+    });
+    await holds(caseArb(filter, ADVISORY_ORDERS.keys), store.repositories.advisories, { uidp: {} }, ADVISORY_ORDERS.value);
   });
 
   it("account associations", async () => {
