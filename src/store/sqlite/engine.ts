@@ -19,7 +19,7 @@ import { createAdvisoriesRepository, upsertAdvisoryInTx } from "./advisories.js"
 import { type Db, databaseFile, openDatabase } from "./db.js";
 import { createEolTagsRepository, upsertEolTagInTx } from "./eol-tags.js";
 import { createGroupAccessRequestsRepository } from "./group-access-requests.js";
-import { msSinceLastWriteOutcome, probeStorage, storageStats, storageWritable, waitForWriteLockAsync } from "./group-commit.js";
+import { flushGroupCommit, msSinceLastWriteOutcome, probeStorage, storageStats, storageWritable, waitForWriteLockAsync } from "./group-commit.js";
 import { createGroupInvitesRepository } from "./group-invites.js";
 import { createGroupsRepository } from "./groups.js";
 import { createIdentitiesRepository } from "./identities.js";
@@ -99,7 +99,13 @@ export function openSqliteEngine(options: SqliteEngineOptions): StoreEngine {
       throw asStorageError(err);
     }
     db = opened.db;
-    close = access === "serve" ? () => opened.close() : () => opened.db.$client.close();
+    close =
+      access === "serve"
+        ? () => opened.close()
+        : () => {
+            flushGroupCommit(opened.db); // writes still queued are committed, not dropped
+            opened.db.$client.close();
+          };
   }
   let repositories: StoreRepositories | undefined;
   const engine: StoreEngine = {
