@@ -1,7 +1,8 @@
 /**
  * The storage seam holds: outside src/store/, no source file names the SQLite engine (its
  * driver, drizzle's SQLite modules, the `Db` connection type, a PRAGMA, a SQLITE_* error
- * code) or imports from src/store/sqlite/. Everything else reaches storage through the
+ * code), imports from src/store/sqlite/ or writes its own BEGIN / SAVEPOINT / COMMIT (the
+ * importer's transactions are the store's import writer). Everything else reaches storage through the
  * StoreEngine interface (src/store/engine.ts), so a second engine slots in behind it.
  *
  * src/sea/ is exempt: it is the single-file binary's stand-ins for two library modules
@@ -23,6 +24,7 @@ const FORBIDDEN: readonly { what: string; pattern: RegExp }[] = [
   { what: "a PRAGMA", pattern: /\bPRAGMA\b|\.pragma\(/ },
   { what: "a SQLite error code", pattern: /\bSQLITE_[A-Z]/ },
   { what: "an import from src/store/sqlite/", pattern: /from\s+["'][^"']*store\/sqlite\// },
+  { what: "a hand-rolled transaction statement", pattern: /["'`](?:BEGIN|SAVEPOINT|RELEASE|ROLLBACK|COMMIT)\b/ },
 ];
 
 function sourceFiles(dir: string): string[] {
@@ -60,6 +62,7 @@ describe("the storage seam", () => {
       'sqlite.pragma("page_count")',
       'if (code === "SQLITE_BUSY") {}',
       'import { x } from "../store/sqlite/engine.js";',
+      'sqlite.exec("SAVEPOINT import_record");',
     ];
     FORBIDDEN.forEach(({ pattern }, i) => expect(pattern.test(samples[i] as string)).toBe(true));
   });
