@@ -27,7 +27,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { MAX_API_TOKEN_TTL_S } from "../src/auth/token-lifetime.js";
-import { databaseFile } from "../src/store/db.js";
+import { databaseFile } from "../src/store/sqlite/db.js";
 import { checkGoals, goalsText } from "./goals.js";
 import { h2load } from "./load/h2load.js";
 import { nodeLoader, sendOnce, succeeded } from "./load/node-loader.js";

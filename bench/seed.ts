@@ -7,7 +7,7 @@
  * List-depth rows as direct children; and an empty organization that CreateGroup writes into.
  */
 import { randomBytes } from "node:crypto";
-import { openDatabase } from "../src/store/db.js";
+import { openDatabase } from "../src/store/sqlite/db.js";
 
 export interface SeedSize {
   readonly orgs: number;

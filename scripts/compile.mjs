@@ -40,6 +40,6 @@ await build({
   sourcemap: true,
   logLevel: "warning",
 });
-fs.cpSync(path.join(root, "src/store/migrations"), path.join(out, "src/store/migrations"), { recursive: true });
+fs.cpSync(path.join(root, "src/store/sqlite/migrations"), path.join(out, "src/store/sqlite/migrations"), { recursive: true });
 fs.cpSync(path.join(root, "src/store/postgres/migrations"), path.join(out, "src/store/postgres/migrations"), { recursive: true });
 fs.copyFileSync(path.join(root, "package.json"), path.join(out, "package.json"));

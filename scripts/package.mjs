@@ -190,7 +190,7 @@ async function bundle() {
 
 /** The migrations drizzle reads (the journal and the .sql files), relative path → text. */
 function migrationsAsset() {
-  const dir = path.join(root, "src/store/migrations");
+  const dir = path.join(root, "src/store/sqlite/migrations");
   const files = {};
   for (const relative of fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).sort()) {
     if (relative.endsWith(".sql") || relative === path.join("meta", "_journal.json")) {

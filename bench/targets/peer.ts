@@ -17,7 +17,7 @@ import { createAuth } from "../../src/auth/setup.js";
 import { type BeforeCallHook, createCallPipeline } from "../../src/server/call-pipeline.js";
 import { DEFAULT_ERROR_DOMAIN } from "../../src/server/config.js";
 import type { Logger } from "../../src/observe/logger.js";
-import { openDatabase } from "../../src/store/db.js";
+import { openStore } from "../../src/store/open.js";
 
 type Unary = (request: unknown, context: HandlerContext) => unknown;
 
@@ -29,17 +29,17 @@ type Unary = (request: unknown, context: HandlerContext) => unknown;
 export async function startPeer(dataDir: string, log: Logger, issuerUrl: string | undefined): Promise<string> {
   // Trellis holds the data-dir lock; the peer uses the same database without it (WAL allows
   // concurrent readers), as the local tools do.
-  const { db } = openDatabase(dataDir, { lock: false });
-  const ctx = createServiceContext(db, Date.now);
+  const store = openStore({ dataDir, access: "beside" });
+  const ctx = await createServiceContext(store, Date.now);
   let beforeCall: BeforeCallHook[] = [];
   if (issuerUrl !== undefined) {
-    const auth = createAuth({
-      db,
+    const auth = await createAuth({
+      serverValues: store.serverValues,
       now: Date.now,
       services: [GroupsService],
       grantsOf: (identityUid) => ctx.store.roleBindings.grantsOf(identityUid),
     });
-    auth.start(issuerUrl);
+    await auth.start(issuerUrl);
     beforeCall = [...auth.hooks];
   }
   const pipeline = createCallPipeline({ log, errorDomain: DEFAULT_ERROR_DOMAIN, beforeCall });

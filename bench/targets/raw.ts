@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { databaseFile, openDatabase } from "../../src/store/db.js";
+import { databaseFile, openDatabase } from "../../src/store/sqlite/db.js";
+import { openStore } from "../../src/store/open.js";
 import { createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { createAuthenticationHook } from "../../src/auth/authenticate.js";
@@ -91,9 +92,9 @@ function required(v: string | undefined): string {
  * Read-only on the server's database: the keys are loaded, nothing is written.
  */
 async function authHooks(seconds: number, config: HostConfig): Promise<RawResult> {
-  const opened = openDatabase(required(config.dataDir), { lock: false });
+  const opened = openStore({ dataDir: required(config.dataDir), access: "read-only" });
   try {
-    const keys = loadSigningKeys(opened.db);
+    const keys = await loadSigningKeys(opened.serverValues);
     if (!keys) throw new Error("the server has no signing keys yet");
     const url = "https://bench.invalid";
     const issuer = createTokenIssuer({ issuer: url, audience: url, keys: () => keys, now: Date.now });

@@ -124,7 +124,7 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
       }
       case "create":
         // An empty parent creates an organization: open to every signed-in caller, who
-        // becomes its owner in the same transaction (src/store/groups.ts).
+        // becomes its owner in the same transaction (src/store/sqlite/groups.ts).
         if (readPath(request, [plan.parent]) === "") {
           if (limited) throw downScopedRefusal(method, "found an organization");
           return;

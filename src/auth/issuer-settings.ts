@@ -4,8 +4,7 @@
  * --local`): the issuer URL and the API audience, stored under the server_keys name
  * `issuer_settings` at every start.
  */
-import type { Db } from "../store/db.js";
-import { readServerValue, updateServerValue } from "../store/server-keys.js";
+import type { ServerValues } from "../store/engine.js";
 
 const SETTINGS_NAME = "issuer_settings";
 
@@ -16,13 +15,13 @@ export interface IssuerSettings {
   readonly audience: string;
 }
 
-export function saveIssuerSettings(db: Db, settings: IssuerSettings, now: number): void {
+export async function saveIssuerSettings(values: ServerValues, settings: IssuerSettings, now: number): Promise<void> {
   const value = Buffer.from(JSON.stringify({ issuer: settings.issuer, audience: settings.audience }), "utf8");
-  updateServerValue(db, SETTINGS_NAME, now, (current) => (current?.equals(value) ? undefined : value));
+  await values.update([SETTINGS_NAME], now, ([current]) => (current?.equals(value) ? undefined : [value]));
 }
 
-export function loadIssuerSettings(db: Db): IssuerSettings | undefined {
-  const value = readServerValue(db, SETTINGS_NAME);
+export async function loadIssuerSettings(values: ServerValues): Promise<IssuerSettings | undefined> {
+  const value = await values.read(SETTINGS_NAME);
   return value === undefined ? undefined : (JSON.parse(value.toString("utf8")) as IssuerSettings);
 }
 

@@ -11,12 +11,7 @@
  * treats as owner of everything. Only a holder of the signing key, i.e. someone who can read
  * the database file, can mint one: the same trust as having the data itself.
  */
-import fs from "node:fs";
-import Database from "better-sqlite3";
-import { drizzle } from "drizzle-orm/better-sqlite3";
-import type { Db } from "../store/db.js";
-import { databaseFile } from "../store/db.js";
-import * as schema from "../store/schema.js";
+import { openStore, storeExists, storeLocation } from "../store/open.js";
 import { loadIssuerSettings } from "./issuer-settings.js";
 import { loadSigningKeys } from "./signing-keys.js";
 import { createTokenIssuer } from "./tokens.js";
@@ -34,17 +29,15 @@ export interface LocalTokenOptions {
 
 /** Mints an operator token with the server's key. @throws Error with a message for the user. */
 export async function mintLocalOperatorToken(options: LocalTokenOptions): Promise<string> {
-  const file = databaseFile(options.dataDir);
-  if (!fs.existsSync(file)) {
-    throw new Error(`no Trellis database at ${file}; start the server once with --data ${options.dataDir}`);
+  if (!storeExists(options.dataDir)) {
+    throw new Error(`no Trellis database at ${storeLocation(options.dataDir)}; start the server once with --data ${options.dataDir}`);
   }
   const subject = options.subject ?? "operator";
   if (!/^[A-Za-z0-9._@-]{1,64}$/.test(subject)) throw new Error("--subject must be 1-64 characters of A-Z a-z 0-9 . _ @ -");
-  const sqlite = new Database(file, { readonly: true, fileMustExist: true });
+  const store = openStore({ dataDir: options.dataDir, access: "read-only" });
   try {
-    const db = drizzle(sqlite, { schema }) as unknown as Db;
-    const keys = loadSigningKeys(db);
-    const settings = loadIssuerSettings(db);
+    const keys = await loadSigningKeys(store.serverValues);
+    const settings = await loadIssuerSettings(store.serverValues);
     if (!keys || !settings) throw new Error(`the server has not started on ${options.dataDir} yet, so there is no signing key; start it once`);
     const now = options.now ?? Date.now;
     const issuer = createTokenIssuer({ issuer: settings.issuer, audience: settings.audience, keys: () => keys, now });
@@ -55,6 +48,6 @@ export async function mintLocalOperatorToken(options: LocalTokenOptions): Promis
       operator: true,
     });
   } finally {
-    sqlite.close();
+    store.close();
   }
 }

@@ -4,37 +4,36 @@
  * before-call hooks in order, and the well-known documents.
  */
 import type { DescService } from "@bufbuild/protobuf";
-import type { Db } from "../store/db.js";
+import type { ServerValues } from "../store/engine.js";
 import type { Grant } from "../store/role-bindings.js";
 import { createAuthenticationHook } from "./authenticate.js";
 import { createAuthorizationHook } from "./authorize.js";
 import { buildPlans } from "./iam-plan.js";
 import { normalizeIssuerUrl, saveIssuerSettings } from "./issuer-settings.js";
-import { sharedValuesFor } from "../store/shared-values.js";
 import { parseRevocations, REVOCATIONS_NAME } from "../store/token-revocations.js";
 import { loadOrCreateSigningKeys, parseSigningKeySet, SIGNING_KEYS_NAME } from "./signing-keys.js";
 import { createTokenIssuer, type TokenIssuer } from "./tokens.js";
 import { createWellKnownHandler, type UserIdpLink } from "./well-known.js";
 
 export interface AuthOptions {
-  readonly db: Db;
+  readonly serverValues: ServerValues;
   readonly now: () => number;
   readonly services: readonly DescService[];
   readonly grantsOf: (identityUid: string) => Promise<Grant[]>;
   readonly userIdps?: () => readonly UserIdpLink[];
 }
 
-export function createAuth(options: AuthOptions) {
-  const { db, now } = options;
+export async function createAuth(options: AuthOptions) {
+  const { serverValues, now } = options;
   // Created here on first start; afterwards read through the shared-values watcher, so a
   // rotation by `trellis keys rotate` or another process signs and verifies from the next
   // call on, and a revocation made anywhere on this database fails the token at once.
   // Both rows behind one watcher, so a verification pays for one change check, not two.
-  const first = loadOrCreateSigningKeys(db, now());
+  const first = await loadOrCreateSigningKeys(serverValues, now());
   // A revocation leaves the key set object as it was (tokens.ts restarts its cache on a new one).
   let signingBytes: Buffer | undefined;
   let signingSet = first;
-  const watched = sharedValuesFor(db).watch([SIGNING_KEYS_NAME, REVOCATIONS_NAME], ([signing, revoked]) => {
+  const watched = serverValues.watch([SIGNING_KEYS_NAME, REVOCATIONS_NAME], ([signing, revoked]) => {
     if (signing !== undefined && !(signingBytes !== undefined && signing.equals(signingBytes))) {
       signingSet = parseSigningKeySet(signing) ?? first;
       signingBytes = signing;
@@ -64,9 +63,9 @@ export function createAuth(options: AuthOptions) {
     wellKnown: createWellKnownHandler(current, options.userIdps ?? (() => [])),
     issuer: current,
     /** Fixes the issuer URL (default: the listen URL) and records it for local tools. */
-    start(issuerUrl: string): TokenIssuer {
+    async start(issuerUrl: string): Promise<TokenIssuer> {
       const url = normalizeIssuerUrl(issuerUrl);
-      saveIssuerSettings(db, { issuer: url, audience: url }, now());
+      await saveIssuerSettings(serverValues, { issuer: url, audience: url }, now());
       issuer = createTokenIssuer({
         issuer: url,
         audience: url,

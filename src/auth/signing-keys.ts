@@ -16,8 +16,7 @@
  * The `kid` is the RFC 7638 JWK thumbprint of the public key.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from "node:crypto";
-import type { Db } from "../store/db.js";
-import { readServerValue, updateServerValue } from "../store/server-keys.js";
+import type { ServerValues } from "../store/engine.js";
 import { CLOCK_TOLERANCE_S, MAX_API_TOKEN_TTL_S } from "./token-lifetime.js";
 
 export const SIGNING_KEYS_NAME = "token_signing_keys";
@@ -110,16 +109,16 @@ export function parseSigningKeySet(value: Buffer | undefined): SigningKeySet | u
 }
 
 /** The stored keys, creating the first one if there is none (one transaction). */
-export function loadOrCreateSigningKeys(db: Db, now: number): SigningKeySet {
-  const stored = updateServerValue(db, KEYS_NAME, now, (current) =>
-    parse(current).length > 0 ? undefined : serialize([generate(now)]),
+export async function loadOrCreateSigningKeys(values: ServerValues, now: number): Promise<SigningKeySet> {
+  const [stored] = await values.update([KEYS_NAME], now, ([current]) =>
+    parse(current).length > 0 ? undefined : [serialize([generate(now)])],
   );
   return toSet(parse(stored));
 }
 
 /** The stored keys without creating any; undefined when the server has never started. */
-export function loadSigningKeys(db: Db): SigningKeySet | undefined {
-  const keys = parse(readServerValue(db, KEYS_NAME));
+export async function loadSigningKeys(values: ServerValues): Promise<SigningKeySet | undefined> {
+  const keys = parse(await values.read(KEYS_NAME));
   return keys.length > 0 ? toSet(keys) : undefined;
 }
 
@@ -129,15 +128,15 @@ export function loadSigningKeys(db: Db): SigningKeySet | undefined {
  * by then). `retainMs` 0 drops every older key at once: for a key that leaked, at the price
  * of every token it signed.
  */
-export function rotateSigningKey(db: Db, now: number, retainMs: number = SIGNING_KEY_RETENTION_MS): SigningKeySet {
-  const stored = updateServerValue(db, KEYS_NAME, now, (current) => {
+export async function rotateSigningKey(values: ServerValues, now: number, retainMs: number = SIGNING_KEY_RETENTION_MS): Promise<SigningKeySet> {
+  const [stored] = await values.update([KEYS_NAME], now, ([current]) => {
     const next = [...parse(current), generate(now)].sort((a, b) => a.createTime - b.createTime);
     // A key stops signing when its successor is created and is kept for `retainMs` after.
     const kept = next.filter((_key, i) => {
       const successor = next[i + 1];
       return successor === undefined || now - successor.createTime < retainMs;
     });
-    return serialize(kept);
+    return [serialize(kept)];
   });
   return toSet(parse(stored));
 }

@@ -15,6 +15,7 @@ import {
   PreconditionFailureSchema,
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
+import { storageFailureOf } from "../store/storage-error.js";
 import { ApiError, CODE_NAMES, internal, unavailable } from "./api-error.js";
 import type { Reason } from "./reasons.js";
 
@@ -52,21 +53,22 @@ export function toConnectError(err: unknown, domain: string): ConvertedError {
 }
 
 /**
- * SQLite failures that are about the machine, not the request: another connection holding
- * the write lock past the busy timeout, a full disk, an I/O error, a read-only file. The
- * client may retry later, so UNAVAILABLE (503) with a reason naming the condition; nothing
- * was written (the transaction rolled back). Other SQLite errors stay INTERNAL.
+ * Storage failures that are about the machine, not the request: another writer holding the
+ * lock past the bound, a full disk, an I/O error, a read-only file (the kinds come from the
+ * store, src/store/storage-error.ts, whatever the engine). The client may retry later, so
+ * UNAVAILABLE (503) with a reason naming the condition; nothing was written (the transaction
+ * rolled back). Other storage failures stay INTERNAL.
  */
 function storageFailure(err: unknown): ApiError | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== "string" || !code.startsWith("SQLITE_")) return undefined;
-  const [reason, what]: [Reason, string] | [undefined, undefined] = code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")
-    ? ["STORAGE_BUSY", "the database is busy"]
-    : code === "SQLITE_FULL"
-      ? ["STORAGE_FULL", "the database disk is full"]
-      : code.startsWith("SQLITE_IOERR") || code.startsWith("SQLITE_READONLY") || code === "SQLITE_CANTOPEN"
-        ? ["STORAGE_UNAVAILABLE", "the database cannot be written"]
-        : [undefined, undefined];
+  const kind = storageFailureOf(err);
+  const [reason, what]: [Reason, string] | [undefined, undefined] =
+    kind === "busy"
+      ? ["STORAGE_BUSY", "the database is busy"]
+      : kind === "full"
+        ? ["STORAGE_FULL", "the database disk is full"]
+        : kind === "unavailable"
+          ? ["STORAGE_UNAVAILABLE", "the database cannot be written"]
+          : [undefined, undefined];
   if (reason === undefined) return undefined;
   return unavailable(`${what}; nothing was changed, try again later`, { reason });
 }

@@ -1,6 +1,6 @@
 /**
- * One import record → store writes, inside the importer's transaction (see run-import.ts for
- * the batching and savepoints). Native records have the shape of the API's create requests,
+ * One import record → store writes, through the import writer's record scope (see
+ * run-import.ts for the batching; the store's writer holds the transaction and the savepoints). Native records have the shape of the API's create requests,
  * so they are parsed with the generated schemas and validated by the same rules as the API:
  *
  *   {"parent": "<group uid>", "repo": {Repo JSON}}
@@ -20,20 +20,15 @@ import { RepoReadmeSchema, RepoSchema } from "../../gen/chainguard/platform/regi
 import { TagSchema } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
 import { AdvisorySchema } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { and, eq } from "drizzle-orm";
 import { type FieldViolation, invalidArgument, notFound } from "../errors/api-error.js";
 import { checkReadme, checkTagName } from "../services/registry/validate.js";
-import { upsertEolTagInTx } from "../store/eol-tags.js";
-import { putReadmeInTx } from "../store/repo-readmes.js";
-import { tags } from "../store/schema.js";
 import { repoFields } from "../services/registry/repos.js";
 import { tagFields } from "../services/registry/tags.js";
 import { checkDescription, checkUidp, collect } from "../services/validate.js";
 import { advisoryFields } from "../services/vulnerabilities/convert.js";
-import { type AdvisoryFields, upsertAdvisoryInTx } from "../store/advisories.js";
-import type { Db } from "../store/db.js";
-import { findRepoByName, type UpsertOutcome, upsertRepoInTx } from "../store/repos.js";
-import { upsertTagInTx } from "../store/tags.js";
+import type { AdvisoryFields } from "../store/advisories.js";
+import type { ImportWrites } from "../store/engine.js";
+import type { UpsertOutcome } from "../store/repos.js";
 import { isOsvDocument, osvToAdvisories } from "./osv.js";
 
 export interface ApplyOptions {
@@ -77,13 +72,13 @@ function checkAdvisory(f: AdvisoryFields): void {
  * The repo a tag, README or end-of-life record belongs to: `parent` names it, or, with
  * `repo_name`, `parent` (or --group) names its group. @throws NOT_FOUND (no such repo).
  */
-function repoOf(db: Db, value: Record<string, unknown>, options: ApplyOptions, kind: string): string {
+async function repoOf(writes: ImportWrites, value: Record<string, unknown>, options: ApplyOptions, kind: string): Promise<string> {
   if (value.repo_name !== undefined) {
     if (typeof value.repo_name !== "string") throw new Error("repo_name must be a string");
     const group = parentOf(value, options);
-    const repo = findRepoByName(db, group, value.repo_name);
-    if (!repo) throw notFound("repo", `${group} ${value.repo_name}`);
-    return repo.uid;
+    const repoUid = await writes.findRepoUid(group, value.repo_name);
+    if (repoUid === undefined) throw notFound("repo", `${group} ${value.repo_name}`);
+    return repoUid;
   }
   if (value.parent === undefined) throw new Error(`a ${kind} record needs parent (a repo uid) or repo_name`);
   return parentOf(value, options);
@@ -93,11 +88,13 @@ function repoOf(db: Db, value: Record<string, unknown>, options: ApplyOptions, k
  * Writes one record and returns what happened to each resource it holds.
  * @throws ApiError or Error explaining why the record is rejected.
  */
-export function applyRecord(db: Db, value: unknown, options: ApplyOptions): UpsertOutcome[] {
+export async function applyRecord(writes: ImportWrites, value: unknown, options: ApplyOptions): Promise<UpsertOutcome[]> {
   if (isOsvDocument(value)) {
     if (options.group === undefined) throw new Error("OSV documents need --group UID (the group the advisories go under)");
     const group = parentOf({}, options, "--group");
-    return osvToAdvisories(value).map((f) => upsertAdvisoryInTx(db, group, f, options.now).outcome);
+    const outcomes: UpsertOutcome[] = [];
+    for (const f of osvToAdvisories(value)) outcomes.push(await writes.upsertAdvisory(group, f, options.now));
+    return outcomes;
   }
   if (!isObject(value)) throw new Error("a record must be a JSON object");
   const kind = Object.keys(KEYS).find((k) => k in value);
@@ -108,17 +105,17 @@ export function applyRecord(db: Db, value: unknown, options: ApplyOptions): Upse
   switch (kind) {
     case "repo": {
       const fields = repoFields(fromJson(RepoSchema, value.repo as JsonValue));
-      return [upsertRepoInTx(db, parentOf(value, options), fields, options.now).outcome];
+      return [await writes.upsertRepo(parentOf(value, options), fields, options.now)];
     }
     case "tag": {
       const fields = tagFields(fromJson(TagSchema, value.tag as JsonValue));
-      return [upsertTagInTx(db, repoOf(db, value, options, "tag"), fields, options.now).outcome];
+      return [await writes.upsertTag(await repoOf(writes, value, options, "tag"), fields, options.now)];
     }
     case "readme": {
       const readme = fromJson(RepoReadmeSchema, value.readme as JsonValue);
       const v = checkReadme("readme.content", readme.content);
       if (v) throw invalidArgument([v]);
-      return [putReadmeInTx(db, repoOf(db, value, options, "readme"), readme.content, options.now)];
+      return [await writes.putReadme(await repoOf(writes, value, options, "readme"), readme.content, options.now)];
     }
     case "eol_tag": {
       const eol = fromJson(EolTagSchema, value.eol_tag as JsonValue);
@@ -129,13 +126,12 @@ export function applyRecord(db: Db, value: unknown, options: ApplyOptions): Upse
         EolGracePeriodStatus[eol.graceStatus] === undefined ? { field: "eol_tag.grace_status", description: "is not a known EolGracePeriodStatus" } : undefined,
       );
       if (found.length > 0) throw invalidArgument(found);
-      const repoUid = repoOf(db, value, options, "eol_tag");
-      const tag = db.select({ uid: tags.uid }).from(tags).where(and(eq(tags.repoUid, repoUid), eq(tags.name, eol.name))).get();
-      if (!tag) throw notFound("tag", `${repoUid} ${eol.name}`);
+      const repoUid = await repoOf(writes, value, options, "eol_tag");
+      const tagUid = await writes.findTagUid(repoUid, eol.name);
+      if (tagUid === undefined) throw notFound("tag", `${repoUid} ${eol.name}`);
       return [
-        upsertEolTagInTx(
-          db,
-          tag.uid,
+        await writes.upsertEolTag(
+          tagUid,
           {
             mainPackageName: eol.mainPackageName,
             tagStatus: eol.tagStatus,
@@ -151,7 +147,7 @@ export function applyRecord(db: Db, value: unknown, options: ApplyOptions): Upse
       if (value.origin !== undefined && typeof value.origin !== "string") throw new Error("origin must be a string");
       const fields = advisoryFields(fromJson(AdvisorySchema, value.advisory as JsonValue), value.origin as string | undefined);
       checkAdvisory(fields);
-      return [upsertAdvisoryInTx(db, parentOf(value, options), fields, options.now).outcome];
+      return [await writes.upsertAdvisory(parentOf(value, options), fields, options.now)];
     }
   }
 }

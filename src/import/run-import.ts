@@ -5,27 +5,25 @@
  *
  * - Idempotent: every resource has a natural key (repo: group + name; tag: repo + name;
  *   advisory: group + id + artifact), so a re-import updates in place and never duplicates.
- * - Bounded transactions: records are written in batches of BATCH_SIZE, one BEGIN IMMEDIATE
- *   transaction per batch (split early after MAX_LOCK_MS, with a YIELD_MS pause between
- *   transactions so server writes get their turn), with a SAVEPOINT per record: a
- *   record that fails is rolled back to its savepoint (nothing partial of it stays), reported
- *   and skipped.
- * - Coexists with a running server: it does not take the data-directory lock, only SQLite's
- *   write lock per batch (WAL lets the server keep reading). If it cannot get that lock within
- *   the busy timeout it stops with a clear message; batches already committed stay.
+ * - Bounded transactions: records are written in batches of BATCH_SIZE, one write
+ *   transaction per batch through the store's import writer (split early after MAX_LOCK_MS,
+ *   with a YIELD_MS pause between transactions so server writes get their turn), with a
+ *   savepoint per record: a record that fails is rolled back alone (nothing partial of it
+ *   stays), reported and skipped.
+ * - Coexists with a running server: it opens the store "beside" it, with no data-directory
+ *   lock, and holds the write lock only per batch (the server keeps reading). If it cannot get
+ *   that lock within the bound it stops with a clear message; batches already committed stay.
  * - A progress bar on stderr when stderr is a terminal; one summary line on stdout at the end.
  *
  * Exit status: 0 all records imported; 3 finished but some records were rejected; 1 the
  * import could not run or stopped (lock, I/O); 2 usage error.
  */
-import fs from "node:fs";
 import { parseArgs } from "node:util";
-import Database from "better-sqlite3";
 import cliProgress from "cli-progress";
-import { ApiError } from "../errors/api-error.js";
-import { BUSY_TIMEOUT_MS, databaseFile, openDatabase } from "../store/db.js";
-import { createGroupsRepository } from "../store/groups.js";
+import type { ImportTransaction, StoreEngine } from "../store/engine.js";
+import { openStore, storeExists, storeLocation, TOOL_LOCK_WAIT_MS } from "../store/open.js";
 import type { UpsertOutcome } from "../store/repos.js";
+import { StorageError, storageFailureOf } from "../store/storage-error.js";
 import { applyRecord } from "./apply-record.js";
 import { listInputFiles, type RawRecord, readRecords, totalBytes } from "./read-records.js";
 
@@ -37,7 +35,7 @@ export const BATCH_SIZE = 500;
 export const MAX_LOCK_MS = 400;
 /**
  * Pause between two import transactions. A server write that finds the lock taken retries
- * at growing intervals of up to 50 ms (src/store/group-commit.ts), so back-to-back
+ * at growing intervals of up to 50 ms (src/store/sqlite/group-commit.ts), so back-to-back
  * transactions would starve it past its 1 s bound (measured with SQLite's busy handler,
  * which the server used before: a server write failed with STORAGE_BUSY during an import
  * without this pause). A gap longer than the longest interval guarantees every waiting
@@ -71,14 +69,15 @@ export interface ImportSummary {
 class LockRefused extends Error {}
 
 function isBusy(err: unknown): boolean {
-  return err instanceof Database.SqliteError && (err.code === "SQLITE_BUSY" || err.code.startsWith("SQLITE_BUSY_"));
+  return storageFailureOf(err) === "busy";
 }
 
-/** A record's own fault (reject and go on) rather than the database's (stop). */
+/**
+ * A record's own fault (reject and go on) rather than the storage's (stop): the import writer
+ * turns every failure of the storage itself into a StorageError.
+ */
 function isRecordFault(err: unknown): boolean {
-  if (err instanceof ApiError) return true;
-  if (err instanceof Database.SqliteError) return err.code.startsWith("SQLITE_CONSTRAINT") || err.code === "SQLITE_TOOBIG";
-  return err instanceof Error;
+  return err instanceof Error && !(err instanceof StorageError);
 }
 
 function reasonOf(err: unknown): string {
@@ -149,23 +148,21 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
   const summary: ImportSummary = { loaded: 0, updated: 0, unchanged: 0, rejected: 0, records: 0, rejections: [] };
   // Only into a database a server made: one created here would hold no signing keys or
   // issuer settings, and a mistyped --data would silently start a second, empty world.
-  if (!fs.existsSync(databaseFile(dataDir))) {
+  if (!storeExists(dataDir)) {
     throw new Error(
-      `no Trellis database in ${dataDir} (${databaseFile(dataDir)}); start the server once with \`trellis serve --data ${dataDir}\` to create it, or pass the --data of an existing one. Nothing was imported.`,
+      `no Trellis database in ${dataDir} (${storeLocation(dataDir)}); start the server once with \`trellis serve --data ${dataDir}\` to create it, or pass the --data of an existing one. Nothing was imported.`,
     );
   }
-  let database: ReturnType<typeof openDatabase>;
+  let store: StoreEngine;
   try {
-    // No data-directory lock: a running server may keep serving while we write (WAL).
-    database = openDatabase(dataDir, { lock: false });
+    // Beside the server: no data-directory lock, so a running server keeps serving.
+    store = openStore({ dataDir, access: "beside" });
   } catch (err) {
     if (isBusy(err)) throw lockRefused(dataDir, summary);
     throw err;
   }
-  const { db } = database;
-  const sqlite = db.$client;
-  if (options.group !== undefined && !(await createGroupsRepository(db).get(options.group))) {
-    closeQuietly(sqlite);
+  if (options.group !== undefined && !(await store.repositories.groups.get(options.group))) {
+    store.close();
     throw new Error(`--group ${options.group}: no such group in ${dataDir}`);
   }
   const bar = options.progress
@@ -188,28 +185,25 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
     for (const o of outcomes) summary[o]++;
   };
 
-  const begin = () => {
+  /** One write transaction; a lock held by another writer past the bound stops the import. */
+  const transaction = async <T>(work: (tx: ImportTransaction) => Promise<T>): Promise<T> => {
     try {
-      sqlite.exec("BEGIN IMMEDIATE");
+      return await store.importer.transaction(work);
     } catch (err) {
       if (isBusy(err)) throw lockRefused(dataDir, summary);
       throw err;
     }
   };
 
-  const applyOne = (rec: RawRecord, now: number) => {
+  const applyOne = async (tx: ImportTransaction, rec: RawRecord, now: number) => {
     summary.records++;
     if (rec.error !== undefined) {
       reject(rec.where, rec.error);
       return;
     }
-    sqlite.exec("SAVEPOINT import_record");
     try {
-      tally(applyRecord(db, rec.value, { group: options.group, now }));
-      sqlite.exec("RELEASE import_record");
+      tally(await tx.record((writes) => applyRecord(writes, rec.value, { group: options.group, now })));
     } catch (err) {
-      sqlite.exec("ROLLBACK TO import_record");
-      sqlite.exec("RELEASE import_record");
       if (!isRecordFault(err)) throw err;
       reject(rec.where, reasonOf(err));
     }
@@ -220,18 +214,13 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
     let next = 0;
     while (next < batch.length) {
       if (summary.records > 0) await new Promise((r) => setTimeout(r, YIELD_MS));
-      begin();
-      const lockedAt = Date.now();
-      try {
+      await transaction(async (tx) => {
+        const lockedAt = Date.now();
         while (next < batch.length && Date.now() - lockedAt <= MAX_LOCK_MS) {
-          applyOne(batch[next] as RawRecord, lockedAt);
+          await applyOne(tx, batch[next] as RawRecord, lockedAt);
           next++;
         }
-        sqlite.exec("COMMIT");
-      } catch (err) {
-        if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
-        throw err;
-      }
+      });
       const last = batch[next - 1];
       bar?.update(last?.bytesDone ?? 0, { loaded: summary.loaded, updated: summary.updated, rejected: summary.rejected });
     }
@@ -239,8 +228,7 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
 
   try {
     // Refuse up front, before reading anything, when another writer holds the lock.
-    begin();
-    sqlite.exec("ROLLBACK");
+    await transaction(async () => {});
     let batch: RawRecord[] = [];
     for await (const rec of readRecords(files)) {
       batch.push(rec);
@@ -253,18 +241,9 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
     return summary;
   } finally {
     bar?.stop();
-    closeQuietly(sqlite);
+    // Opened "beside" the server: closing takes no checkpoint that would hold off its writers.
+    store.close();
   }
-}
-
-/**
- * Closes the import's connection without the TRUNCATE checkpoint `OpenedDatabase.close` does:
- * that checkpoint waits for the server's readers while blocking its writers, which could push
- * a server write past its busy timeout. With a server connected, SQLite's own passive
- * checkpoints fold the WAL in; with none, closing the last connection checkpoints it.
- */
-function closeQuietly(sqlite: Database.Database): void {
-  sqlite.close();
 }
 
 function lockRefused(dataDir: string, summary: ImportSummary): LockRefused {
@@ -274,6 +253,6 @@ function lockRefused(dataDir: string, summary: ImportSummary): LockRefused {
       : `The ${summary.records} records before this batch are committed; re-running the import is safe (it updates in place).`;
   return new LockRefused(
     `cannot take the write lock on the database in ${dataDir}: another process is writing to it ` +
-      `(still busy after ${BUSY_TIMEOUT_MS} ms). ${done} Try again when it is idle.`,
+      `(still busy after ${TOOL_LOCK_WAIT_MS} ms). ${done} Try again when it is idle.`,
   );
 }

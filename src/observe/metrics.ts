@@ -24,8 +24,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import { logStats } from "./logger.js";
-import type { Db } from "../store/db.js";
-import { storageStats } from "../store/group-commit.js";
+import type { StoreHealth } from "../store/engine.js";
 
 /** Seconds; from the fast path's sub-millisecond calls to the longest deadline. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -101,7 +100,7 @@ function ownHistogram(registry: Registry, name: string, help: string, bounds: re
   registry.registerMetric(collector as unknown as Parameters<Registry["registerMetric"]>[0]);
 }
 
-export function createMetrics(db: Db): Metrics {
+export function createMetrics(storage: StoreHealth): Metrics {
   const registry = new Registry();
   // Every call's figures, in the order their label sets were first used (the order prom-client
   // would list them in).
@@ -157,21 +156,18 @@ export function createMetrics(db: Db): Metrics {
         this.inc(read());
       },
     });
-  mirrored("trellis_db_transactions_total", "Write transactions committed or failed (group commit batches).", () => storageStats.transactions);
-  mirrored("trellis_db_transaction_seconds_total", "Time spent inside write transactions, BEGIN to COMMIT; divide by trellis_db_transactions_total for the mean.", () => storageStats.transactionSeconds);
-  mirrored("trellis_db_busy_retries_total", "Times a write batch found the write lock taken by another connection and was retried later.", () => storageStats.busyRetries);
-  mirrored("trellis_db_busy_timeouts_total", "Writes that failed because the write lock stayed taken past the bound (UNAVAILABLE STORAGE_BUSY).", () => storageStats.busyTimeouts);
+  mirrored("trellis_db_transactions_total", "Write transactions committed or failed (group commit batches).", () => storage.stats().transactions);
+  mirrored("trellis_db_transaction_seconds_total", "Time spent inside write transactions, BEGIN to COMMIT; divide by trellis_db_transactions_total for the mean.", () => storage.stats().transactionSeconds);
+  mirrored("trellis_db_busy_retries_total", "Times a write batch found the write lock taken by another connection and was retried later.", () => storage.stats().busyRetries);
+  mirrored("trellis_db_busy_timeouts_total", "Writes that failed because the write lock stayed taken past the bound (UNAVAILABLE STORAGE_BUSY).", () => storage.stats().busyTimeouts);
   mirrored("trellis_log_lines_dropped_total", "Log lines thrown away because the log destination failed or fell behind.", () => logStats.droppedLines);
   new Gauge({
     name: "trellis_db_size_bytes",
     help: "Size of the main database file (pages times page size; the WAL not included).",
     registers: [registry],
     collect() {
-      const sqlite = db.$client;
-      if (!sqlite.open) return;
-      const pages = Number(sqlite.pragma("page_count", { simple: true }));
-      const pageSize = Number(sqlite.pragma("page_size", { simple: true }));
-      this.set(pages * pageSize);
+      const bytes = storage.sizeBytes();
+      if (bytes !== undefined) this.set(bytes);
     },
   });
 

@@ -11,10 +11,7 @@
  * before the upgrade stay readable.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { eq } from "drizzle-orm";
-import { type Db, writeTransaction } from "../store/db.js";
-import { readServerValue } from "../store/server-keys.js";
-import { serverKeys } from "../store/schema.js";
+import type { ServerValues } from "../store/engine.js";
 import { PAGE_TOKEN_LIFETIME_MS } from "./page-token.js";
 
 export const PAGE_KEYS_NAME = "page_token_keys";
@@ -63,46 +60,41 @@ export function parsePageKeyRing(value: Buffer | undefined): PageKeyRing | undef
 }
 
 /** The keys with their status, newest first. */
-export function describePageKeys(db: Db): PageKeyInfo[] {
-  const keys = parse(readServerValue(db, PAGE_KEYS_NAME));
+export async function describePageKeys(values: ServerValues): Promise<PageKeyInfo[]> {
+  const keys = parse(await values.read(PAGE_KEYS_NAME));
   return keys.map((k, i) => {
     const successor = keys[i - 1];
     return successor === undefined ? { id: k.id, createTime: k.createTime } : { id: k.id, createTime: k.createTime, retireTime: successor.createTime + PAGE_KEY_RETENTION_MS };
   });
 }
 
-function write(tx: Db, keys: readonly StoredPageKey[], existed: boolean, now: number): void {
-  const value = Buffer.from(JSON.stringify({ keys }), "utf8");
-  if (existed) tx.update(serverKeys).set({ value }).where(eq(serverKeys.name, PAGE_KEYS_NAME)).run();
-  else tx.insert(serverKeys).values({ name: PAGE_KEYS_NAME, value, createTime: now }).run();
+function serialize(keys: readonly StoredPageKey[]): Buffer {
+  return Buffer.from(JSON.stringify({ keys }), "utf8");
 }
 
 /** The stored ring, creating the first key (or adopting the pre-rotation one) in one transaction. */
-export function loadOrCreatePageKeys(db: Db, now: number): PageKeyRing {
-  return writeTransaction(db, (tx) => {
-    const current = readServerValue(tx, PAGE_KEYS_NAME);
-    if (parse(current).length > 0) return parsePageKeyRing(current) as PageKeyRing;
-    const legacy = tx.select().from(serverKeys).where(eq(serverKeys.name, LEGACY_KEY_NAME)).get();
-    const first = legacy ? stored(legacy.value, legacy.createTime) : stored(randomBytes(32), now);
-    if (legacy) tx.delete(serverKeys).where(eq(serverKeys.name, LEGACY_KEY_NAME)).run();
-    write(tx, [first], current !== undefined, now);
-    return parsePageKeyRing(Buffer.from(JSON.stringify({ keys: [first] }))) as PageKeyRing;
+export async function loadOrCreatePageKeys(values: ServerValues, now: number): Promise<PageKeyRing> {
+  const [current] = await values.update([PAGE_KEYS_NAME, LEGACY_KEY_NAME], now, ([current, legacy], [, legacyCreateTime]) => {
+    if (parse(current).length > 0) return undefined;
+    const first = legacy ? stored(legacy, legacyCreateTime ?? now) : stored(randomBytes(32), now);
+    return [serialize([first]), legacy ? null : undefined];
   });
+  return parsePageKeyRing(current) as PageKeyRing;
 }
 
 /**
  * Adds a new page-token key (it seals from now on) and drops keys whose successor was made
  * more than `retainMs` ago. @returns the keys after the rotation, newest first.
  */
-export function rotatePageKey(db: Db, now: number, retainMs: number = PAGE_KEY_RETENTION_MS): PageKeyInfo[] {
-  loadOrCreatePageKeys(db, now);
-  writeTransaction(db, (tx) => {
-    const keys = [stored(randomBytes(32), now), ...parse(readServerValue(tx, PAGE_KEYS_NAME))];
+export async function rotatePageKey(values: ServerValues, now: number, retainMs: number = PAGE_KEY_RETENTION_MS): Promise<PageKeyInfo[]> {
+  await loadOrCreatePageKeys(values, now);
+  await values.update([PAGE_KEYS_NAME], now, ([current]) => {
+    const keys = [stored(randomBytes(32), now), ...parse(current)];
     const kept = keys.filter((_k, i) => {
       const successor = keys[i - 1];
       return successor === undefined || now - successor.createTime < retainMs;
     });
-    write(tx, kept, true, now);
+    return [serialize(kept)];
   });
-  return describePageKeys(db);
+  return describePageKeys(values);
 }

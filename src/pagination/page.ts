@@ -16,7 +16,7 @@
  *   applied; a different value skips forward again from the cursor.
  * - total_count: counted once on the first page of a chain and carried in the token, so
  *   following pages never re-count (it is the count as of the first page). The store also
- *   remembers each count until the database next changes (src/store/count-cache.ts), so a
+ *   remembers each count until the database next changes (src/store/sqlite/count-cache.ts), so a
  *   first page repeated over unchanged data does not count again either.
  */
 import { createHash } from "node:crypto";

@@ -13,7 +13,6 @@ import { file_google_rpc_error_details } from "../../gen/google/rpc/error_detail
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { foldRepeatedAuthorization } from "../auth/authenticate.js";
 import { callerOf } from "../auth/caller.js";
-import { createRefreshTokensRepository } from "../store/refresh-tokens.js";
 import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
@@ -21,9 +20,8 @@ import type { TokenIssuer } from "../auth/tokens.js";
 import { CODE_NAMES } from "../errors/api-error.js";
 import { createServiceContext } from "../services/context.js";
 import { createExchangeService } from "../services/oidc/exchange.js";
-import { databaseFile, type Db, openDatabase } from "../store/db.js";
-import { msSinceLastWriteOutcome, probeStorage, storageWritable, waitForWriteLockAsync } from "../store/group-commit.js";
-import { ensureBuiltInRoles } from "../store/roles.js";
+import type { StoreEngine } from "../store/engine.js";
+import { openStore } from "../store/open.js";
 import { authorityOf, isValidAuthority } from "./authority.js";
 import { type BeforeCallHook, createCallPipeline } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
@@ -81,10 +79,10 @@ export interface AppOverrides {
    */
   readonly testHook?: BeforeCallHook;
   /**
-   * Tests only: receives the server's database connection once it is open, to inject storage
-   * faults the way they happen (e.g. a full disk through `PRAGMA max_page_count`).
+   * Tests only: receives the server's store once it is open, to inject storage faults the way
+   * they happen (e.g. a full disk, through the engine's own connection).
    */
-  readonly onDatabase?: (db: Db) => void;
+  readonly onStore?: (store: StoreEngine) => void;
   /**
    * Tests only: runs in the dispatcher for every request whose authority passed, before any
    * door. A test throws from it to prove that a failure outside every door's own handling is
@@ -98,27 +96,26 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
   // Spans only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces variant) is set; the SDK is
   // loaded then and only then (src/observe/tracing.ts). A bad setting refuses to start.
   const tracing = await startTracing(process.env, log, (context) => callerOf(context)?.subject);
-  let database: ReturnType<typeof openDatabase>;
+  let store: ReturnType<typeof openStore>;
   try {
-    database = openDatabase(config.dataDir);
+    store = openStore({ dataDir: config.dataDir, access: "serve" });
   } catch (err) {
     await tracing?.shutdown();
     throw err;
   }
   try {
-    const { db } = database;
-    overrides.onDatabase?.(db);
+    overrides.onStore?.(store);
     const now = overrides.now ?? Date.now;
-    await ensureBuiltInRoles(db, now());
-    const untracedCtx = createServiceContext(db, now);
+    await store.ensureBuiltInRoles(now());
+    const untracedCtx = await createServiceContext(store, now);
     // With tracing on, every repository call becomes a child span of the call that made it.
     const ctx = tracing ? { ...untracedCtx, store: tracing.traceStore(untracedCtx.store) } : untracedCtx;
     const trust = config.trust ?? EMPTY_TRUST;
     const grantsOf = (identityUid: string) => ctx.store.roleBindings.grantsOf(identityUid);
     // Authentication and authorization first: they plan from the descriptors alone, and the
     // token exchange (a service like any other) needs the issuer they make.
-    const auth = createAuth({
-      db,
+    const auth = await createAuth({
+      serverValues: store.serverValues,
       now,
       services: API_SERVICES,
       grantsOf,
@@ -132,22 +129,22 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         trust,
         identities: ctx.store.identities,
         grantsOf,
-        refreshTokens: createRefreshTokensRepository(db),
+        refreshTokens: ctx.store.refreshTokens,
         groupsNamed: async (name, within, max) => (await ctx.store.groups.listAll({ uidp: {}, name, within }, max)).map((g) => g.uid),
         now,
       }),
     });
     const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
-    const metrics = createMetrics(db);
+    const metrics = createMetrics(store.health);
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics, tracing });
     // SERVING while the database can be written (the last write's or probe's outcome) and
     // the server is not shutting down.
     let stopping = false;
     const servingStatus = () =>
-      !stopping && storageWritable(db) ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING;
+      !stopping && store.health.writable() ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING;
     // /readyz says the same as gRPC health, with the reason. Migrations need no check here:
-    // openDatabase applied them before anything listens, or start-up failed.
-    const readiness = () => (stopping ? "draining" : storageWritable(db) ? undefined : "database not writable");
+    // opening the store applied them before anything listens, or start-up failed.
+    const readiness = () => (stopping ? "draining" : store.health.writable() ? undefined : "database not writable");
     const onMetricsError = (err: unknown) => log.error({ err }, "metrics could not be collected");
     const shutdown = new AbortController();
 
@@ -294,18 +291,19 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const scheme = config.tls ? "https" : "http";
     const hostForUrl = listener.host.includes(":") ? `[${listener.host}]` : listener.host;
     const url = `${scheme}://${hostForUrl}:${listener.port}`;
-    const issuer = auth.start(config.issuerUrl ?? url);
+    const issuer = await auth.start(config.issuerUrl ?? url);
     // Start-up writes are done (they may wait on the loop: nothing is served yet); from now
     // on a write that finds the lock taken waits on a timer, never blocking reads.
-    waitForWriteLockAsync(db, overrides.limits?.storageBusyMs ?? LIMITS.storageBusyMs);
+    store.startServing(overrides.limits?.storageBusyMs ?? LIMITS.storageBusyMs);
     // Keeps the health status current when no write comes: a probe write only after a quiet
     // interval (a busy server's own writes say enough), at most one at a time.
     const probeEveryMs = overrides.limits?.storageProbeMs ?? LIMITS.storageProbeMs;
     let probing = false;
     const prober = setInterval(() => {
-      if (probing || msSinceLastWriteOutcome(db) < probeEveryMs) return;
+      if (probing || store.health.msSinceLastOutcome() < probeEveryMs) return;
       probing = true;
-      probeStorage(db)
+      store.health
+        .probe()
         .catch((err: unknown) => log.warn({ err }, "storage probe failed: the database cannot be written"))
         .finally(() => {
           probing = false;
@@ -327,7 +325,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       {
         version: trellisVersion(),
         listen: url,
-        data: path.resolve(databaseFile(config.dataDir)),
+        data: path.resolve(store.location),
         issuer: issuer.issuer,
         trustedIdps: trust.identityProviders.map((i) => i.issuer),
         tls: config.tls !== undefined,
@@ -358,7 +356,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           await listener.close(overrides.limits?.shutdownGraceMs ?? LIMITS.shutdownGraceMs);
           await metricsListener?.close();
           shutdown.abort();
-          database.close();
+          store.close();
           // The spans of the last calls are still in the batch: export them before exiting.
           await tracing?.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: the last spans could not be exported"));
           log.info("trellis stopped");
@@ -368,7 +366,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
     };
   } catch (err) {
-    database.close();
+    store.close();
     await tracing?.shutdown();
     throw err;
   }

@@ -5,7 +5,7 @@
 import { clone, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import type { UIDPFilter } from "../../gen/chainguard/platform/common/uidp_pb.js";
 import { type FieldViolation, invalidArgument } from "../errors/api-error.js";
-import type { UidpFilter } from "../store/list-query.js";
+import type { UidpFilter } from "../store/lists.js";
 import { checkUidp, checkValueCount } from "./validate.js";
 
 /** Paging field names, excluded from the filter fingerprint. */

@@ -1,28 +1,9 @@
 /**
- * AccountAssociations repository: every read and write of the `account_associations` table.
- *
- * An association belongs to one group and its uid IS that group's uid (docs/published-api.md "Uids"), so a
- * group has at most one. The provider blocks are one JSON column in our own shape
- * (`AccountProviders`). Every check-then-write runs in one BEGIN IMMEDIATE transaction;
- * errors are ApiErrors; no proto types enter here.
+ * account-associations: the records, filters, orders and repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/account-associations.ts).
  */
-import { eq, type SQL, sql } from "drizzle-orm";
-import { alreadyExists, notFound } from "../errors/api-error.js";
-import type { Db } from "./db.js";
-import { groupCommit } from "./group-commit.js";
-import { requireGroup } from "./references.js";
-import {
-  allOf,
-  type Bind,
-  type KeysetQuery,
-  preparedLists,
-  type UidpFilter,
-  uidpConditions,
-  uidpShape,
-  withinConditions,
-  withinShape,
-} from "./list-query.js";
-import { type AccountAssociationRow, accountAssociations } from "./schema.js";
+import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 export interface GitHubInstallation {
   /** int64 as a decimal string. */
@@ -66,8 +47,9 @@ export interface AccountAssociationChanges {
 }
 
 /** Each order an association list can take (`group` is the uid) → its record field and column key. */
-const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime" } as const;
-export type AccountAssociationOrder = keyof typeof ORDER_FIELDS;
+/** The orders a account associations list takes (orders.ts). */
+export const ACCOUNT_ASSOCIATION_ORDERS = defineOrders<AccountAssociationRecord>()({ uid: "uid", name: "name", create_time: "createTime" }, { group: "uid" });
+export type AccountAssociationOrder = (typeof ACCOUNT_ASSOCIATION_ORDERS.keys)[number];
 
 export interface AccountAssociationListFilter {
   /** Applied to the association's uid, i.e. to its group's uid. */
@@ -99,121 +81,4 @@ export interface AccountAssociationsRepository {
   delete(uid: string): Promise<void>;
   list(filter: AccountAssociationListFilter, page: KeysetQuery<AccountAssociationOrder>): Promise<AccountAssociationRecord[]>;
   count(filter: AccountAssociationListFilter): Promise<number>;
-}
-
-export function createAccountAssociationsRepository(db: Db): AccountAssociationsRepository {
-  const getStmt = db
-    .select()
-    .from(accountAssociations)
-    .where(eq(accountAssociations.uid, sql.placeholder("uid")))
-    .prepare();
-
-  const where = (f: AccountAssociationListFilter, bind: Bind) =>
-    allOf([
-      ...hierarchyConditions(f.uidp, bind),
-      f.name !== undefined ? eq(accountAssociations.name, bind(f.name) as string) : undefined,
-      withinConditions(accountAssociations.uid, f.within, bind),
-    ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces (hierarchyConditions depends on the
-  // same flags and counts as uidpConditions, so uidpShape names it too).
-  const filterShape = (f: AccountAssociationListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
-  const lists = preparedLists(db, accountAssociations, accountAssociations.uid, "account_associations");
-
-  return {
-    async get(uid) {
-      const row = getStmt.get({ uid });
-      return row && toRecord(row);
-    },
-
-    async create(association, now) {
-      return groupCommit(db, (tx) => {
-        requireGroup(tx, association.groupUid);
-        const existing = tx
-          .select({ uid: accountAssociations.uid })
-          .from(accountAssociations)
-          .where(eq(accountAssociations.uid, association.groupUid))
-          .get();
-        if (existing) {
-          throw alreadyExists(
-            "account association",
-            association.groupUid,
-            `group ${association.groupUid} already has an account association`,
-          );
-        }
-        const row: AccountAssociationRow = {
-          uid: association.groupUid,
-          name: association.name,
-          description: association.description,
-          providers: JSON.stringify(association.providers),
-          createTime: now,
-          updateTime: now,
-        };
-        tx.insert(accountAssociations).values(row).run();
-        return toRecord(row);
-      });
-    },
-
-    async update(uid, plan, now) {
-      return groupCommit(db, (tx) => {
-        const existing = tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).get();
-        if (!existing) throw notFound("account association", uid);
-        const { providers, ...own } = plan(toRecord(existing));
-        const set: Partial<AccountAssociationRow> = { ...own, updateTime: now };
-        if (providers !== undefined) set.providers = JSON.stringify(providers);
-        tx.update(accountAssociations).set(set).where(eq(accountAssociations.uid, uid)).run();
-        return toRecord(tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).get() as AccountAssociationRow);
-      });
-    },
-
-    async delete(uid) {
-      await groupCommit(db, (tx) => {
-        tx.delete(accountAssociations).where(eq(accountAssociations.uid, uid)).run();
-      });
-    },
-
-    async list(filter, page) {
-      const col = accountAssociations[ORDER_FIELDS[page.order]];
-      return (lists.page(filterShape(filter), (bind) => where(filter, bind), col, page) as AccountAssociationRow[]).map(toRecord);
-    },
-
-    async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
-    },
-  };
-}
-
-/** The cursor value of a row for an order. */
-export function accountAssociationOrderValue(row: AccountAssociationRecord, order: AccountAssociationOrder): string | number {
-  return row[ORDER_FIELDS[order]];
-}
-
-/**
- * The UIDP filter over the association uid. The table has no parent column (the uid is the
- * group's), so `children_of` and `in_root` test the uid's shape: a direct child of P is a uid
- * under "P/" with no further '/', a root has no '/'. The other filters are the shared ones;
- * the uid column stands in for the parent column they never read.
- */
-function hierarchyConditions(f: UidpFilter, bind: Bind): SQL[] {
-  const { childrenOf, inRoot, ...rest } = f;
-  const uid = accountAssociations.uid;
-  const out = uidpConditions(uid, uid, rest, bind);
-  if (childrenOf) {
-    out.push(...uidpConditions(uid, uid, { descendantsOf: childrenOf }, bind));
-    // A value like any other: the statement is prepared once for every children_of parent.
-    out.push(sql`instr(substr(${uid}, ${bind(childrenOf.length + 2)}), '/') = 0`);
-  }
-  if (inRoot) out.push(sql`instr(${uid}, '/') = 0`);
-  return out;
-}
-
-function toRecord(row: AccountAssociationRow): AccountAssociationRecord {
-  return {
-    uid: row.uid,
-    name: row.name,
-    description: row.description,
-    providers: JSON.parse(row.providers) as AccountProviders,
-    createTime: row.createTime,
-    updateTime: row.updateTime,
-  };
 }

@@ -1,31 +1,10 @@
 /**
- * IdentityProviders repository: every read and write of the `identity_providers` table.
- *
- * The OIDC configuration is one JSON column in our own shape (`StoredOidc`). The client
- * secret is written here but never read back by the CRUD functions: records carry only
- * `hasClientSecret`, and the one reader of the secret itself is `clientSecret`, for the
- * login flow. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
- * ApiErrors; no proto types enter here.
+ * identity-providers: the records, filters, orders and repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/identity-providers.ts).
  */
-import { eq, sql } from "drizzle-orm";
-import { notFound } from "../errors/api-error.js";
-import type { Db } from "./db.js";
-import { groupCommit } from "./group-commit.js";
-import {
-  allOf,
-  type Bind,
-  type KeysetQuery,
-  preparedLists,
-  type UidpFilter,
-  uidpConditions,
-  uidpShape,
-  withinConditions,
-  withinShape,
-} from "./list-query.js";
-import { type GrantView, grantView } from "./grant-view.js";
-import { requireAssignableRole, requireGroup } from "./references.js";
-import { type IdentityProviderRow, identityProviders } from "./schema.js";
-import { newUidp } from "./uidp.js";
+import type { KeysetQuery, UidpFilter } from "./lists.js";
+import type { GrantView } from "./grant-view.js";
+import { defineOrders } from "./orders.js";
 
 /** The OIDC settings of a provider as every read returns them: the secret itself stays in the store. */
 export interface OidcSettings {
@@ -74,8 +53,9 @@ export interface IdentityProviderChanges {
 }
 
 /** Each order an identity-provider list can take → its record field, also its column's key on the table. */
-const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
-export type IdentityProviderOrder = keyof typeof ORDER_FIELDS;
+/** The orders a identity providers list takes (orders.ts). */
+export const IDENTITY_PROVIDER_ORDERS = defineOrders<IdentityProviderRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type IdentityProviderOrder = (typeof IDENTITY_PROVIDER_ORDERS.keys)[number];
 
 export interface IdentityProviderListFilter {
   readonly uidp: UidpFilter;
@@ -84,9 +64,6 @@ export interface IdentityProviderListFilter {
   /** Authorization's visible scopes (list-query.ts withinConditions); undefined = all. */
   readonly within?: readonly string[];
 }
-
-/** The JSON document in the `oidc` column. */
-type StoredOidc = OidcInput;
 
 /** The anti-escalation check on the role a provider grants its users (src/auth/grant-guard.ts). */
 export type DefaultRoleGuard = (view: GrantView, groupUid: string, roleUid: string) => void;
@@ -119,123 +96,4 @@ export interface IdentityProvidersRepository {
   count(filter: IdentityProviderListFilter): Promise<number>;
   /** The stored client secret ("" when none), for the login flow only; undefined when no such provider. */
   clientSecret(uid: string): Promise<string | undefined>;
-}
-
-export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepository {
-  const getStmt = db
-    .select()
-    .from(identityProviders)
-    .where(eq(identityProviders.uid, sql.placeholder("uid")))
-    .prepare();
-
-  const where = (f: IdentityProviderListFilter, bind: Bind) =>
-    allOf([
-      ...uidpConditions(identityProviders.uid, identityProviders.parentUid, f.uidp, bind),
-      f.name !== undefined ? eq(identityProviders.name, bind(f.name) as string) : undefined,
-      withinConditions(identityProviders.uid, f.within, bind),
-    ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: IdentityProviderListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
-  const lists = preparedLists(db, identityProviders, identityProviders.uid, "identity_providers");
-
-  return {
-    async get(uid) {
-      const row = getStmt.get({ uid });
-      return row && toRecord(row);
-    },
-
-    async create(provider, now, guard) {
-      return groupCommit(db, (tx) => {
-        requireGroup(tx, provider.parentUid);
-        requireAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
-        guard?.(grantView(tx), provider.parentUid, provider.defaultRole);
-        const row: IdentityProviderRow = {
-          uid: newUidp(provider.parentUid),
-          parentUid: provider.parentUid,
-          name: provider.name,
-          description: provider.description,
-          defaultRole: provider.defaultRole,
-          oidc: serializeOidc(provider.oidc),
-          createTime: now,
-          updateTime: now,
-        };
-        tx.insert(identityProviders).values(row).run();
-        return toRecord(row);
-      });
-    },
-
-    async update(uid, plan, now, guard) {
-      return groupCommit(db, (tx) => {
-        const existing = tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get();
-        if (!existing) throw notFound("identity provider", uid);
-        const current = toRecord(existing);
-        const { oidc, ...own } = plan(current);
-        if (own.defaultRole !== undefined && own.defaultRole !== current.defaultRole) {
-          requireAssignableRole(tx, own.defaultRole, current.parentUid, "default_role");
-          guard?.(grantView(tx), current.parentUid, own.defaultRole);
-        }
-        const stored = JSON.parse(existing.oidc) as StoredOidc;
-        const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };
-        if (oidc !== undefined) {
-          set.oidc = serializeOidc({ ...oidc, clientSecret: oidc.clientSecret ?? stored.clientSecret });
-        }
-        tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).run();
-        return toRecord(tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get() as IdentityProviderRow);
-      });
-    },
-
-    async delete(uid) {
-      const result = db.delete(identityProviders).where(eq(identityProviders.uid, uid)).run();
-      if (result.changes === 0) throw notFound("identity provider", uid);
-    },
-
-    async list(filter, page) {
-      const col = identityProviders[ORDER_FIELDS[page.order]];
-      return (lists.page(filterShape(filter), (bind) => where(filter, bind), col, page) as IdentityProviderRow[]).map(toRecord);
-    },
-
-    async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
-    },
-
-    async clientSecret(uid) {
-      const row = getStmt.get({ uid });
-      return row && (JSON.parse(row.oidc) as StoredOidc).clientSecret;
-    },
-  };
-}
-
-/** The cursor value of a row for an order. */
-export function identityProviderOrderValue(row: IdentityProviderRecord, order: IdentityProviderOrder): string | number {
-  return row[ORDER_FIELDS[order]];
-}
-
-/** The keys of the stored document: anything else on the object (e.g. hasClientSecret) is dropped. */
-const STORED_OIDC_KEYS: readonly (keyof StoredOidc)[] = [
-  "issuer",
-  "clientId",
-  "clientSecret",
-  "additionalScopes",
-  "groupsClaim",
-  "pkceEnabled",
-  "correlationRule",
-];
-
-function serializeOidc(oidc: StoredOidc): string {
-  return JSON.stringify(oidc, STORED_OIDC_KEYS as string[]);
-}
-
-function toRecord(row: IdentityProviderRow): IdentityProviderRecord {
-  const { clientSecret, ...settings } = JSON.parse(row.oidc) as StoredOidc;
-  return {
-    uid: row.uid,
-    parentUid: row.parentUid,
-    name: row.name,
-    description: row.description,
-    defaultRole: row.defaultRole,
-    oidc: { ...settings, hasClientSecret: clientSecret !== "" },
-    createTime: row.createTime,
-    updateTime: row.updateTime,
-  };
 }

@@ -1,18 +1,7 @@
 /**
- * Refresh tokens: every read and write of `refresh_tokens` (the rules are in docs/auth.md
- * "Refresh tokens"; the token format and the exchange live in src/auth/refresh-tokens.ts).
- *
- * Only SHA-256 hashes are stored, never a token. A family is the chain rotated from one
- * exchange; each token is used once. Rotation runs in one BEGIN IMMEDIATE transaction that
- * re-reads the presented row, so two concurrent refreshes with one token cannot both succeed:
- * the second sees the token used and revokes the family. Expired rows are pruned by every
- * issue and rotation (indexed on expire_time). No proto types enter here.
+ * refresh-tokens: the records, filters, orders and repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/refresh-tokens.ts).
  */
-import { eq, lte } from "drizzle-orm";
-import { notFound } from "../errors/api-error.js";
-import type { Db } from "./db.js";
-import { groupCommit } from "./group-commit.js";
-import { identities, type RefreshTokenRow, refreshTokens } from "./schema.js";
 
 export interface RefreshTokenRecord {
   readonly tokenHash: string;
@@ -48,80 +37,4 @@ export interface RefreshTokensRepository {
    * from the row found inside the transaction.
    */
   rotate(tokenHash: string, now: number, next: (previous: RefreshTokenRecord) => NewRefreshToken): Promise<RotationOutcome>;
-}
-
-function toRecord(row: RefreshTokenRow): RefreshTokenRecord {
-  return {
-    tokenHash: row.tokenHash,
-    familyId: row.familyId,
-    identityUid: row.identityUid,
-    audiences: JSON.parse(row.audiences) as string[],
-    ...(row.capabilities !== null ? { capabilities: JSON.parse(row.capabilities) as number[] } : {}),
-    ...(row.scopes !== null ? { scopes: JSON.parse(row.scopes) as string[] } : {}),
-    issueTime: row.issueTime,
-    expireTime: row.expireTime,
-    familyExpireTime: row.familyExpireTime,
-    usedTime: row.usedTime,
-  };
-}
-
-function toRow(t: NewRefreshToken): typeof refreshTokens.$inferInsert {
-  return {
-    tokenHash: t.tokenHash,
-    familyId: t.familyId,
-    identityUid: t.identityUid,
-    audiences: JSON.stringify(t.audiences),
-    capabilities: t.capabilities ? JSON.stringify(t.capabilities) : null,
-    scopes: t.scopes ? JSON.stringify(t.scopes) : null,
-    issueTime: t.issueTime,
-    expireTime: t.expireTime,
-    familyExpireTime: t.familyExpireTime,
-  };
-}
-
-export function createRefreshTokensRepository(db: Db): RefreshTokensRepository {
-  const byHash = (tx: Db, tokenHash: string) => tx.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, tokenHash)).get();
-  // Rows past their expiry can never be used, nor tell a reuse apart: drop them.
-  const prune = (tx: Db, now: number) => tx.delete(refreshTokens).where(lte(refreshTokens.expireTime, now)).run();
-
-  return {
-    async find(tokenHash) {
-      const row = byHash(db, tokenHash);
-      return row && toRecord(row);
-    },
-
-    async issue(token, now) {
-      await groupCommit(db, (tx) => {
-        // Checked here so an identity deleted meanwhile is NOT_FOUND, not a foreign-key INTERNAL.
-        if (!tx.select({ uid: identities.uid }).from(identities).where(eq(identities.uid, token.identityUid)).get()) {
-          throw notFound("identity", token.identityUid);
-        }
-        prune(tx, now);
-        tx.insert(refreshTokens).values(toRow(token)).run();
-      });
-    },
-
-    async rotate(tokenHash, now, next) {
-      return groupCommit(db, (tx): RotationOutcome => {
-        const row = byHash(tx, tokenHash);
-        if (!row) return { kind: "unknown" };
-        if (row.usedTime !== null) {
-          // A used token presented again: it was copied, or a retry raced its own success.
-          // Either way nobody can tell the holder from the thief, so the family ends.
-          tx.delete(refreshTokens).where(eq(refreshTokens.familyId, row.familyId)).run();
-          return { kind: "reused" };
-        }
-        // Refused without writing (the row is pruned by the next issue or rotation).
-        if (row.expireTime <= now) return { kind: "expired" };
-        const previous = toRecord(row);
-        tx.update(refreshTokens)
-          .set({ usedTime: now })
-          .where(eq(refreshTokens.tokenHash, tokenHash))
-          .run();
-        prune(tx, now);
-        tx.insert(refreshTokens).values(toRow(next(previous))).run();
-        return { kind: "rotated", previous };
-      });
-    },
-  };
 }

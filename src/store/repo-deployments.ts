@@ -1,13 +1,7 @@
 /**
- * Repo deployments (v1 Deployment): the Helm charts a repo is deployed with, at most one
- * deployment per repo, in `repo_deployments`. No proto types here.
+ * repo-deployments: the records, filters, orders and repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/repo-deployments.ts).
  */
-import { eq } from "drizzle-orm";
-import { alreadyExists, notFound } from "../errors/api-error.js";
-import type { Db } from "./db.js";
-import { groupCommit } from "./group-commit.js";
-import { requireRepo } from "./repos.js";
-import { repoDeployments } from "./schema.js";
 
 /** One chart; `source` and `chart` are optional in the API, so absent stays absent. */
 export interface HelmChartRecord {
@@ -21,11 +15,6 @@ export interface DeploymentRecord {
   readonly charts: readonly HelmChartRecord[];
 }
 
-function parseCharts(json: string): HelmChartRecord[] {
-  const value = JSON.parse(json) as unknown;
-  return Array.isArray(value) ? (value as HelmChartRecord[]) : [];
-}
-
 export interface RepoDeploymentsRepository {
   /** @throws NOT_FOUND (repo, or the repo has no deployment). */
   get(repoUid: string): Promise<DeploymentRecord>;
@@ -33,34 +22,4 @@ export interface RepoDeploymentsRepository {
   create(repoUid: string, charts: readonly HelmChartRecord[], now: number): Promise<DeploymentRecord>;
   /** Replaces the charts. @throws NOT_FOUND (repo, or no deployment yet). */
   replace(repoUid: string, charts: readonly HelmChartRecord[], now: number): Promise<DeploymentRecord>;
-}
-
-export function createRepoDeploymentsRepository(db: Db): RepoDeploymentsRepository {
-  const find = (tx: Db, repoUid: string) => tx.select().from(repoDeployments).where(eq(repoDeployments.repoUid, repoUid)).get();
-  return {
-    async get(repoUid) {
-      requireRepo(db, repoUid);
-      const row = find(db, repoUid);
-      if (!row) throw notFound("deployment", repoUid);
-      return { repoUid, charts: parseCharts(row.charts) };
-    },
-
-    async create(repoUid, charts, now) {
-      return groupCommit(db, (tx) => {
-        requireRepo(tx, repoUid);
-        if (find(tx, repoUid)) throw alreadyExists("deployment", repoUid, "the repo already has a deployment; replace it with UpdateDeployment");
-        tx.insert(repoDeployments).values({ repoUid, charts: JSON.stringify(charts), createTime: now, updateTime: now }).run();
-        return { repoUid, charts };
-      });
-    },
-
-    async replace(repoUid, charts, now) {
-      return groupCommit(db, (tx) => {
-        requireRepo(tx, repoUid);
-        if (!find(tx, repoUid)) throw notFound("deployment", repoUid);
-        tx.update(repoDeployments).set({ charts: JSON.stringify(charts), updateTime: now }).where(eq(repoDeployments.repoUid, repoUid)).run();
-        return { repoUid, charts };
-      });
-    },
-  };
 }

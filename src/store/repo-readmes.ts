@@ -1,34 +1,7 @@
 /**
- * Repo READMEs: one Markdown document per repo in `repo_readmes`, kept apart from `repos` so
- * repo lists never read it. An empty README is no row. No proto types here.
+ * repo-readmes: the records, filters, orders and repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/repo-readmes.ts).
  */
-import { eq, inArray } from "drizzle-orm";
-import type { Db } from "./db.js";
-import { groupCommit } from "./group-commit.js";
-import { requireRepo, type UpsertOutcome } from "./repos.js";
-import { repoReadmes } from "./schema.js";
-
-/** Uids per IN (…) list when reading many READMEs (well under SQLite's parameter limit). */
-const CHUNK = 500;
-
-/**
- * Sets the repo's README ("" removes it), in the caller's transaction. Unchanged content
- * writes nothing. @throws NOT_FOUND (repo).
- */
-export function putReadmeInTx(tx: Db, repoUid: string, content: string, now: number): UpsertOutcome {
-  requireRepo(tx, repoUid);
-  const existing = tx.select({ content: repoReadmes.content }).from(repoReadmes).where(eq(repoReadmes.repoUid, repoUid)).get();
-  if ((existing?.content ?? "") === content) return "unchanged";
-  if (content === "") {
-    tx.delete(repoReadmes).where(eq(repoReadmes.repoUid, repoUid)).run();
-  } else {
-    tx.insert(repoReadmes)
-      .values({ repoUid, content, updateTime: now })
-      .onConflictDoUpdate({ target: repoReadmes.repoUid, set: { content, updateTime: now } })
-      .run();
-  }
-  return existing ? "updated" : "loaded";
-}
 
 export interface RepoReadmesRepository {
   /** The README ("" when none). @throws NOT_FOUND (repo). */
@@ -37,31 +10,4 @@ export interface RepoReadmesRepository {
   put(repoUid: string, content: string, now: number): Promise<string>;
   /** READMEs of the given repos that have one (the v1 list carries them inline). */
   many(repoUids: readonly string[]): Promise<Map<string, string>>;
-}
-
-export function createRepoReadmesRepository(db: Db): RepoReadmesRepository {
-  return {
-    async get(repoUid) {
-      requireRepo(db, repoUid);
-      return db.select({ content: repoReadmes.content }).from(repoReadmes).where(eq(repoReadmes.repoUid, repoUid)).get()?.content ?? "";
-    },
-
-    async put(repoUid, content, now) {
-      await groupCommit(db, (tx) => putReadmeInTx(tx, repoUid, content, now));
-      return content;
-    },
-
-    async many(repoUids) {
-      const out = new Map<string, string>();
-      for (let i = 0; i < repoUids.length; i += CHUNK) {
-        const rows = db
-          .select({ repoUid: repoReadmes.repoUid, content: repoReadmes.content })
-          .from(repoReadmes)
-          .where(inArray(repoReadmes.repoUid, repoUids.slice(i, i + CHUNK) as string[]))
-          .all();
-        for (const r of rows) out.set(r.repoUid, r.content);
-      }
-      return out;
-    },
-  };
 }

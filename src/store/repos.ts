@@ -1,29 +1,9 @@
 /**
- * Repos repository: every read and write of the `repos` table (and the cascade to `tags`).
- *
- * A repo lives under a group and its name is unique there. Writes run in one BEGIN IMMEDIATE
- * transaction; `upsertRepoInTx` is the synchronous form the importer and v1 CreateRepo use
- * inside their own transaction. No proto types enter here.
+ * repos: the records, filters, orders and repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/repos.ts).
  */
-import { and, eq, sql } from "drizzle-orm";
-import { alreadyExists, notFound } from "../errors/api-error.js";
-import type { Db } from "./db.js";
-import { groupCommit } from "./group-commit.js";
-import {
-  allOf,
-  type Bind,
-  type KeysetQuery,
-  parseStringList,
-  preparedLists,
-  type UidpFilter,
-  uidpConditions,
-  uidpShape,
-  withinConditions,
-  withinShape,
-} from "./list-query.js";
-import { requireGroup } from "./references.js";
-import { type RepoRow, repos, tags } from "./schema.js";
-import { newUidp } from "./uidp.js";
+import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 /** A repo as the services see it: list fields decoded. */
 export interface RepoRecord {
@@ -51,7 +31,9 @@ export interface RepoFields {
 
 export type RepoChanges = Partial<RepoFields>;
 
-export type RepoOrder = "uid" | "name" | "create_time" | "update_time";
+/** The orders a repos list takes (orders.ts). */
+export const REPO_ORDERS = defineOrders<RepoRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type RepoOrder = (typeof REPO_ORDERS.keys)[number];
 
 export interface RepoListFilter {
   readonly uidp: UidpFilter;
@@ -62,71 +44,6 @@ export interface RepoListFilter {
 
 /** What an upsert did, for the importer's summary. */
 export type UpsertOutcome = "loaded" | "updated" | "unchanged";
-
-const ORDER_COLUMNS = {
-  uid: repos.uid,
-  name: repos.name,
-  create_time: repos.createTime,
-  update_time: repos.updateTime,
-} as const;
-
-export function toRepoRecord(row: RepoRow): RepoRecord {
-  return {
-    ...row,
-    bundles: parseStringList(row.bundles),
-    aliases: parseStringList(row.aliases),
-    activeTags: parseStringList(row.activeTags),
-  };
-}
-
-function columnsOf(f: RepoChanges): Partial<Omit<RepoRow, "uid" | "parentUid" | "createTime" | "updateTime">> {
-  const out: Record<string, unknown> = {};
-  if (f.name !== undefined) out.name = f.name;
-  if (f.description !== undefined) out.description = f.description;
-  if (f.catalogTier !== undefined) out.catalogTier = f.catalogTier;
-  if (f.bundles !== undefined) out.bundles = JSON.stringify(f.bundles);
-  if (f.aliases !== undefined) out.aliases = JSON.stringify(f.aliases);
-  if (f.activeTags !== undefined) out.activeTags = JSON.stringify(f.activeTags);
-  return out;
-}
-
-function nameTaken(name: string): Error {
-  return alreadyExists("repo", name, `the group already has a repo named ${JSON.stringify(name)}`);
-}
-
-/** The group's repo of that name, if any. Runs in the caller's transaction. */
-export function findRepoByName(tx: Db, parentUid: string, name: string): RepoRow | undefined {
-  return tx.select().from(repos).where(and(eq(repos.parentUid, parentUid), eq(repos.name, name))).get();
-}
-
-/** NOT_FOUND unless the repo exists; returns it. Runs in the caller's transaction. */
-export function requireRepo(tx: Db, uid: string): RepoRow {
-  const row = tx.select().from(repos).where(eq(repos.uid, uid)).get();
-  if (!row) throw notFound("repo", uid);
-  return row;
-}
-
-/**
- * Inserts the group's repo named `fields.name`, or updates it in place (keeping uid and
- * create_time) when it exists. An update that changes nothing leaves update_time alone.
- */
-export function upsertRepoInTx(tx: Db, parentUid: string, fields: RepoFields, now: number): { row: RepoRecord; outcome: UpsertOutcome } {
-  requireGroup(tx, parentUid);
-  const existing = findRepoByName(tx, parentUid, fields.name);
-  const cols = columnsOf(fields);
-  if (!existing) {
-    const row = { uid: newUidp(parentUid), parentUid, ...cols, createTime: now, updateTime: now } as RepoRow;
-    tx.insert(repos).values(row).run();
-    return { row: toRepoRecord(tx.select().from(repos).where(eq(repos.uid, row.uid)).get() as RepoRow), outcome: "loaded" };
-  }
-  const same = Object.entries(cols).every(([k, v]) => existing[k as keyof RepoRow] === v);
-  if (same) return { row: toRepoRecord(existing), outcome: "unchanged" };
-  tx.update(repos)
-    .set({ ...cols, updateTime: now })
-    .where(eq(repos.uid, existing.uid))
-    .run();
-  return { row: toRepoRecord(requireRepo(tx, existing.uid)), outcome: "updated" };
-}
 
 export interface ReposRepository {
   get(uid: string): Promise<RepoRecord | undefined>;
@@ -146,97 +63,4 @@ export interface ReposRepository {
   count(filter: RepoListFilter): Promise<number>;
   /** Every match in uid order, at most `max + 1` rows (the unpaged v1 list). */
   listAll(filter: RepoListFilter, max: number): Promise<RepoRecord[]>;
-}
-
-export function createReposRepository(db: Db): ReposRepository {
-  const getStmt = db.select().from(repos).where(eq(repos.uid, sql.placeholder("uid"))).prepare();
-  const where = (f: RepoListFilter, bind?: Bind) =>
-    allOf([
-      ...uidpConditions(repos.uid, repos.parentUid, f.uidp, bind),
-      f.name !== undefined ? eq(repos.name, (bind ? bind(f.name) : f.name) as string) : undefined,
-      withinConditions(repos.uid, f.within, bind),
-    ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: RepoListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
-  const lists = preparedLists(db, repos, repos.uid, "repos");
-
-  return {
-    async get(uid) {
-      const row = getStmt.get({ uid });
-      return row ? toRepoRecord(row) : undefined;
-    },
-
-    async create(parentUid, fields, now) {
-      return groupCommit(db, (tx) => {
-        requireGroup(tx, parentUid);
-        if (findRepoByName(tx, parentUid, fields.name)) throw nameTaken(fields.name);
-        return upsertRepoInTx(tx, parentUid, fields, now).row;
-      });
-    },
-
-    async upsert(parentUid, fields, now, mayReplace) {
-      return groupCommit(db, (tx) => {
-        const existing = findRepoByName(tx, parentUid, fields.name);
-        if (existing) mayReplace?.(existing.uid);
-        return upsertRepoInTx(tx, parentUid, fields, now).row;
-      });
-    },
-
-    async update(uid, changes, now) {
-      return groupCommit(db, (tx) => {
-        const existing = requireRepo(tx, uid);
-        if (changes.name !== undefined && changes.name !== existing.name) {
-          if (findRepoByName(tx, existing.parentUid, changes.name)) throw nameTaken(changes.name);
-        }
-        tx.update(repos)
-          .set({ ...columnsOf(changes), updateTime: now })
-          .where(eq(repos.uid, uid))
-          .run();
-        return toRepoRecord(requireRepo(tx, uid));
-      });
-    },
-
-    async delete(uid) {
-      await groupCommit(db, (tx) => {
-        requireRepo(tx, uid);
-        tx.delete(tags).where(eq(tags.repoUid, uid)).run();
-        tx.delete(repos).where(eq(repos.uid, uid)).run();
-      });
-    },
-
-    async list(filter, page) {
-      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), ORDER_COLUMNS[page.order], page) as RepoRow[];
-      return rows.map(toRepoRecord);
-    },
-
-    async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
-    },
-
-    async listAll(filter, max) {
-      return db
-        .select()
-        .from(repos)
-        .where(where(filter))
-        .orderBy(repos.uid)
-        .limit(max + 1)
-        .all()
-        .map(toRepoRecord);
-    },
-  };
-}
-
-/** The cursor value of a row for an order. */
-export function repoOrderValue(row: RepoRecord, order: RepoOrder): string | number {
-  switch (order) {
-    case "uid":
-      return row.uid;
-    case "name":
-      return row.name;
-    case "create_time":
-      return row.createTime;
-    case "update_time":
-      return row.updateTime;
-  }
 }

@@ -1,33 +1,10 @@
 /**
- * Roles repository: every read and write of the `roles` table, and the built-in roles.
- *
- * Built-in roles are roots (no parent, `built_in` set) with deterministic uids, written by
- * `ensureBuiltInRoles` at start-up and never changed through the API. Custom roles live under
- * a group (uid = group uid + "/" + 16 hex). Capabilities are a JSON array of Capability
- * numbers. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
- * ApiErrors; no proto types enter here.
+ * roles: the records, filters, orders and repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/roles.ts).
  */
-import { eq, or, sql } from "drizzle-orm";
-import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
-import { failedPrecondition, notFound } from "../errors/api-error.js";
-import { BUILT_IN_ROLES, builtInRoleUid } from "./builtin-roles.js";
-import { type Db, writeTransaction } from "./db.js";
-import { type GrantView, grantView } from "./grant-view.js";
-import { groupCommit } from "./group-commit.js";
-import { requireGroup } from "./references.js";
-import {
-  allOf,
-  type Bind,
-  type KeysetQuery,
-  preparedLists,
-  type UidpFilter,
-  uidpConditions,
-  uidpShape,
-  withinConditions,
-  withinShape,
-} from "./list-query.js";
-import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
-import { newUidp } from "./uidp.js";
+import type { GrantView } from "./grant-view.js";
+import type { KeysetQuery, UidpFilter } from "./lists.js";
+import { defineOrders } from "./orders.js";
 
 export interface RoleRecord {
   readonly uid: string;
@@ -58,8 +35,9 @@ export interface RoleChanges {
 }
 
 /** Each order a role list can take → its record field, also its column's key on the table. */
-const ORDER_FIELDS = { uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" } as const;
-export type RoleOrder = keyof typeof ORDER_FIELDS;
+/** The orders a roles list takes (orders.ts). */
+export const ROLE_ORDERS = defineOrders<RoleRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export type RoleOrder = (typeof ROLE_ORDERS.keys)[number];
 
 export interface RoleListFilter {
   readonly uidp: UidpFilter;
@@ -71,21 +49,6 @@ export interface RoleListFilter {
    */
   readonly within?: readonly string[];
 }
-
-/**
- * What keeps a role from being deleted, checked in this order. Bindings and invites hold a
- * foreign key on the role; an identity provider's default role does not, but deleting it
- * would leave the provider granting a role that no longer exists.
- */
-const USES: readonly { table: SQLiteTable; column: SQLiteColumn; description: string }[] = [
-  { table: roleBindings, column: roleBindings.roleUid, description: "cannot delete role with role bindings" },
-  { table: groupInvites, column: groupInvites.roleUid, description: "cannot delete role with group invites" },
-  {
-    table: identityProviders,
-    column: identityProviders.defaultRole,
-    description: "cannot delete role that is the default role of an identity provider",
-  },
-];
 
 export interface RolesRepository {
   get(uid: string): Promise<RoleRecord | undefined>;
@@ -110,132 +73,4 @@ export interface RolesRepository {
   delete(uid: string): Promise<void>;
   list(filter: RoleListFilter, page: KeysetQuery<RoleOrder>): Promise<RoleRecord[]>;
   count(filter: RoleListFilter): Promise<number>;
-}
-
-export function createRolesRepository(db: Db): RolesRepository {
-  const getStmt = db.select().from(roles).where(eq(roles.uid, sql.placeholder("uid"))).prepare();
-
-  const where = (f: RoleListFilter, bind: Bind) =>
-    allOf([
-      ...uidpConditions(roles.uid, roles.parentUid, f.uidp, bind),
-      f.name !== undefined ? eq(roles.name, bind(f.name) as string) : undefined,
-      f.within === undefined ? undefined : or(eq(roles.builtIn, true), withinConditions(roles.uid, f.within, bind)),
-    ]);
-  // list and count run statements prepared once per query shape (list-query.ts preparedLists);
-  // the shape must fix the SQL text that `where` produces.
-  const filterShape = (f: RoleListFilter) => `${uidpShape(f.uidp)}|${f.name !== undefined ? "n" : ""}|${withinShape(f.within)}`;
-  const lists = preparedLists(db, roles, roles.uid, "roles");
-
-  /** The role as a mutation sees it. @throws NOT_FOUND; FAILED_PRECONDITION for a built-in role. */
-  const requireCustomRole = (tx: Db, uid: string, verb: string): RoleRow => {
-    const existing = tx.select().from(roles).where(eq(roles.uid, uid)).get();
-    if (!existing) throw notFound("role", uid);
-    if (existing.builtIn) {
-      throw failedPrecondition({ type: "BUILT_IN_ROLE", subject: uid, description: `cannot ${verb} a built-in role` });
-    }
-    return existing;
-  };
-
-  return {
-    async get(uid) {
-      const row = getStmt.get({ uid });
-      return row && toRecord(row);
-    },
-
-    async create(role, now, guard) {
-      return groupCommit(db, (tx) => {
-        requireGroup(tx, role.parentUid);
-        guard?.(grantView(tx));
-        const row: RoleRow = {
-          uid: newUidp(role.parentUid),
-          parentUid: role.parentUid,
-          name: role.name,
-          description: role.description,
-          capabilities: JSON.stringify(role.capabilities),
-          builtIn: false,
-          createTime: now,
-          updateTime: now,
-        };
-        tx.insert(roles).values(row).run();
-        return toRecord(row);
-      });
-    },
-
-    async update(uid, changes, now, guard) {
-      return groupCommit(db, (tx) => {
-        const current = requireCustomRole(tx, uid, "update");
-        guard?.(grantView(tx), toRecord(current));
-        const { capabilities, ...own } = changes;
-        tx.update(roles)
-          .set({ ...own, ...(capabilities && { capabilities: JSON.stringify(capabilities) }), updateTime: now })
-          .where(eq(roles.uid, uid))
-          .run();
-        return toRecord(tx.select().from(roles).where(eq(roles.uid, uid)).get() as RoleRow);
-      });
-    },
-
-    async delete(uid) {
-      await groupCommit(db, (tx) => {
-        requireCustomRole(tx, uid, "delete");
-        for (const use of USES) {
-          if (tx.select({ one: sql`1` }).from(use.table).where(eq(use.column, uid)).limit(1).get()) {
-            throw failedPrecondition({ type: "RESOURCE_IN_USE", subject: uid, description: use.description });
-          }
-        }
-        tx.delete(roles).where(eq(roles.uid, uid)).run();
-      });
-    },
-
-    async list(filter, page) {
-      const rows = lists.page(filterShape(filter), (bind) => where(filter, bind), roles[ORDER_FIELDS[page.order]], page) as RoleRow[];
-      return rows.map(toRecord);
-    },
-
-    async count(filter) {
-      return lists.count(filterShape(filter), (bind) => where(filter, bind));
-    },
-  };
-}
-
-/** The cursor value of a row for an order. */
-export function roleOrderValue(row: RoleRecord, order: RoleOrder): string | number {
-  return row[ORDER_FIELDS[order]];
-}
-
-/**
- * Creates or refreshes the built-in roles (root-level, deterministic uids, see
- * builtin-roles.ts) so they exist in every database from the first start. In one transaction:
- * a missing role is inserted; one whose name, description, capabilities or built-in mark
- * differ from the definition is rewritten (update_time = now); an up-to-date one is left
- * alone, so running it again changes nothing. A built-in role that a later release drops from
- * the list is left in place (bindings may still use it).
- */
-export async function ensureBuiltInRoles(db: Db, now: number): Promise<void> {
-  writeTransaction(db, (tx) => {
-    for (const def of BUILT_IN_ROLES) {
-      const uid = builtInRoleUid(def.name);
-      const wanted = { name: def.name, description: def.description, capabilities: JSON.stringify(def.capabilities), builtIn: true };
-      const existing = tx.select().from(roles).where(eq(roles.uid, uid)).get();
-      if (!existing) {
-        tx.insert(roles)
-          .values({ uid, parentUid: null, ...wanted, createTime: now, updateTime: now })
-          .run();
-      } else if (
-        existing.name !== wanted.name ||
-        existing.description !== wanted.description ||
-        existing.capabilities !== wanted.capabilities ||
-        !existing.builtIn ||
-        existing.parentUid !== null
-      ) {
-        tx.update(roles)
-          .set({ ...wanted, parentUid: null, updateTime: now })
-          .where(eq(roles.uid, uid))
-          .run();
-      }
-    }
-  });
-}
-
-function toRecord(row: RoleRow): RoleRecord {
-  return { ...row, capabilities: JSON.parse(row.capabilities) as number[] };
 }

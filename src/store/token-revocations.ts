@@ -1,7 +1,10 @@
 /**
- * Revoked API tokens: one server_keys row (`token_revocations`, a small JSON document, no
- * schema change) that every process on the database reads through the shared-values watcher
- * (shared-values.ts), so a revocation made by any process is seen by all on their next call.
+ * token-revocations: the records and the repository interface every engine shares (the SQLite
+ * implementation is src/store/sqlite/token-revocations.ts).
+ *
+ * Revoked API tokens live in one server value (`token_revocations`, a small JSON document)
+ * that every process on the database reads through the shared-values watcher, so a
+ * revocation made by any process is seen by all on their next call.
  *
  * Two kinds of entry, each kept only as long as a token it matches could still be presented
  * (the caller says how long: authentication knows the longest token lifetime and the clock
@@ -16,12 +19,7 @@
  * Revoking every token of an identity also deletes its refresh tokens in the same
  * transaction, so the holder cannot simply refresh back in.
  */
-import { eq } from "drizzle-orm";
-import type { Db } from "./db.js";
-import { groupCommit } from "./group-commit.js";
-import { readServerValue } from "./server-keys.js";
-import { type GrantView, grantView } from "./grant-view.js";
-import { identities, refreshTokens, serverKeys } from "./schema.js";
+import type { GrantView } from "./grant-view.js";
 
 export const REVOCATIONS_NAME = "token_revocations";
 
@@ -34,7 +32,7 @@ export const REVOCATIONS_NAME = "token_revocations";
  */
 export const MAX_TOKEN_ENTRIES_PER_SUBJECT = 100;
 
-interface StoredRevocations {
+export interface StoredRevocations {
   /** One token each: subject, jti, when the entry may be dropped (ms). */
   tokens: { sub: string; jti: string; until: number }[];
   /** Every token of `sub` with iat*1000 <= `before` (ms), until `until` (ms). */
@@ -54,7 +52,7 @@ export interface RevocationList {
   isRevoked(token: RevocationSubject): boolean;
 }
 
-function parseStored(value: Buffer | undefined): StoredRevocations {
+export function parseStored(value: Buffer | undefined): StoredRevocations {
   if (value === undefined) return { tokens: [], subjects: [] };
   const doc = JSON.parse(value.toString("utf8")) as Partial<StoredRevocations>;
   return { tokens: doc.tokens ?? [], subjects: doc.subjects ?? [] };
@@ -79,37 +77,6 @@ export function parseRevocations(value: Buffer | undefined): RevocationList {
 /** What to revoke: one token of a subject, or all its tokens issued up to now. */
 export type Revocation = { readonly subject: string; readonly jti: string } | { readonly subject: string; readonly jti?: undefined };
 
-/**
- * Records `revocation` inside the caller's write transaction `tx` (the server's group
- * commit, or the CLI's BEGIN IMMEDIATE), kept for `retentionMs` (after which no token it
- * matches can be presented), dropping entries that can no longer match anything; for a
- * whole subject also deletes its refresh tokens. Synchronous.
- */
-export function recordRevocation(tx: Db, revocation: Revocation, now: number, retentionMs: number): void {
-  const current = readServerValue(tx, REVOCATIONS_NAME);
-  const stored = parseStored(current);
-  const until = now + retentionMs;
-  const next: StoredRevocations = {
-    tokens: stored.tokens.filter((t) => t.until > now),
-    subjects: stored.subjects.filter((s) => s.until > now && !(revocation.jti === undefined && s.sub === revocation.subject)),
-  };
-  const single = revocation.jti !== undefined && next.tokens.filter((t) => t.sub === revocation.subject).length < MAX_TOKEN_ENTRIES_PER_SUBJECT;
-  if (revocation.jti !== undefined && single) {
-    if (!next.tokens.some((t) => t.sub === revocation.subject && t.jti === revocation.jti)) {
-      next.tokens.push({ sub: revocation.subject, jti: revocation.jti, until });
-    }
-  } else {
-    next.tokens = next.tokens.filter((t) => t.sub !== revocation.subject);
-    next.subjects = next.subjects.filter((s) => s.sub !== revocation.subject);
-    next.subjects.push({ sub: revocation.subject, before: now, until });
-    // A refresh would mint a fresh token after the revocation: the family ends here too.
-    tx.delete(refreshTokens).where(eq(refreshTokens.identityUid, revocation.subject)).run();
-  }
-  const value = Buffer.from(JSON.stringify(next), "utf8");
-  if (current === undefined) tx.insert(serverKeys).values({ name: REVOCATIONS_NAME, value, createTime: now }).run();
-  else tx.update(serverKeys).set({ value }).where(eq(serverKeys.name, REVOCATIONS_NAME)).run();
-}
-
 /** The identity whose tokens are revoked, as the authorization check sees it. */
 export interface RevokedIdentity {
   readonly uid: string;
@@ -124,22 +91,4 @@ export interface TokenRevocationsRepository {
    * when there is none), and may throw, in which case nothing is written.
    */
   revoke(revocation: Revocation, now: number, retentionMs: number, check?: (view: GrantView, identity: RevokedIdentity | undefined) => void): Promise<void>;
-}
-
-export function createTokenRevocationsRepository(db: Db): TokenRevocationsRepository {
-  return {
-    async revoke(revocation, now, retentionMs, check) {
-      await groupCommit(db, (tx) => {
-        if (check) {
-          const identity = tx
-            .select({ uid: identities.uid, parentUid: identities.parentUid })
-            .from(identities)
-            .where(eq(identities.uid, revocation.subject))
-            .get();
-          check(grantView(tx), identity);
-        }
-        recordRevocation(tx, revocation, now, retentionMs);
-      });
-    },
-  };
 }

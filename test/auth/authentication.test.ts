@@ -39,7 +39,7 @@ const nowS = () => Math.floor(Date.now() / 1000);
 
 /** A token signed with the server's real key, with the given claims and header changes. */
 async function withServerKey(claims: Record<string, unknown>, header: Record<string, unknown> = {}) {
-  const key = serverSigningKey(t.dataDir);
+  const key = await serverSigningKey(t.dataDir);
   return new SignJWT({ sub: "operator:test", [OPERATOR_CLAIM]: true, iss: t.app.issuer.issuer, aud: t.app.issuer.audience, iat: nowS(), exp: nowS() + 600, ...claims })
     .setProtectedHeader({ alg: "ES256", kid: key.kid, typ: API_TOKEN_TYPE, ...header })
     .sign(key.privateKey);
@@ -69,9 +69,9 @@ const BAD: readonly { name: string; header: () => Promise<string | undefined>; r
   {
     name: "HS256 signed with our public key",
     header: async () => {
-      const pub = createPublicKey(serverSigningKey(t.dataDir).privateKey).export({ type: "spki", format: "pem" });
+      const pub = createPublicKey((await serverSigningKey(t.dataDir)).privateKey).export({ type: "spki", format: "pem" });
       const token = await new SignJWT({ [OPERATOR_CLAIM]: true })
-        .setProtectedHeader({ alg: "HS256", kid: serverSigningKey(t.dataDir).kid, typ: API_TOKEN_TYPE })
+        .setProtectedHeader({ alg: "HS256", kid: (await serverSigningKey(t.dataDir)).kid, typ: API_TOKEN_TYPE })
         .setSubject("operator:x")
         .setIssuer(t.app.issuer.issuer)
         .setAudience(t.app.issuer.audience)
@@ -93,7 +93,7 @@ const BAD: readonly { name: string; header: () => Promise<string | undefined>; r
       const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
       const jwk = await exportJWK(publicKey);
       const token = await new SignJWT({ [OPERATOR_CLAIM]: true })
-        .setProtectedHeader({ alg: "ES256", kid: serverSigningKey(t.dataDir).kid, typ: API_TOKEN_TYPE, jwk })
+        .setProtectedHeader({ alg: "ES256", kid: (await serverSigningKey(t.dataDir)).kid, typ: API_TOKEN_TYPE, jwk })
         .setSubject("operator:x")
         .setIssuer(t.app.issuer.issuer)
         .setAudience(t.app.issuer.audience)
@@ -251,7 +251,7 @@ describe("the issuer's public documents", () => {
     expect(Array.isArray(discovery.trellis_user_idps)).toBe(true);
     const jwks = await (await fetch(discovery.jwks_uri)).json();
     expect(jwks.keys).toHaveLength(1);
-    expect(jwks.keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig", kid: serverSigningKey(t.dataDir).kid });
+    expect(jwks.keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig", kid: (await serverSigningKey(t.dataDir)).kid });
     expect(jwks.keys[0].d).toBeUndefined(); // never the private part
     const { createLocalJWKSet, jwtVerify } = await import("jose");
     const { payload } = await jwtVerify(t.token, createLocalJWKSet(jwks), { issuer: discovery.issuer, audience: t.app.issuer.audience });

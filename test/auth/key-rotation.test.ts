@@ -93,7 +93,7 @@ function signedWith(key: SigningKey, subject: string): Promise<string> {
 describe("trellis keys rotate", () => {
   it("while the server runs: new tokens are signed by the new key at once, old tokens stay valid until they expire, the JWKS lists both during the overlap and only the new one after", async () => {
     const user = await createUserIdentity(t.dataDir, "rotation-user");
-    const oldKey = serverSigningKey(t.dataDir);
+    const oldKey = await serverSigningKey(t.dataDir);
     expect(await jwksKids()).toEqual([oldKey.kid]);
     const old = await identityToken(t.app, user);
     expect(await onEveryDoor(old)).toEqual(everyDoorOk());

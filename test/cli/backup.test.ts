@@ -16,7 +16,7 @@ import { createClient } from "@connectrpc/connect";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
-import { databaseFile } from "../../src/store/db.js";
+import { databaseFile } from "../../src/store/sqlite/db.js";
 import { operatorToken } from "../support/auth.js";
 import { type CliRunner, cliRunner } from "../support/cli.js";
 import { type Running, startServe } from "../support/serve.js";

@@ -12,7 +12,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listInputFiles } from "../../src/import/read-records.js";
 import { importFiles, runImport } from "../../src/import/run-import.js";
-import { openDatabase } from "../../src/store/db.js";
+import { openDatabase } from "../../src/store/sqlite/db.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { rest } from "../support/rest.js";

@@ -11,7 +11,8 @@ import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import type { Db } from "../../src/store/db.js";
+import type { Db } from "../../src/store/sqlite/db.js";
+import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
 import { trellisVersion } from "../../src/version.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { rawRequest } from "../support/doors.js";
@@ -75,7 +76,7 @@ describe("probes", () => {
 
   it("/readyz fails while the database cannot be written (a full disk) and recovers; /healthz stays live", async () => {
     let db: Db | undefined;
-    const t = await startTestApp({}, { storageProbeMs: 3_600_000 }, { onDatabase: (d) => void (db = d) });
+    const t = await startTestApp({}, { storageProbeMs: 3_600_000 }, { onStore: (s) => void (db = sqliteConnectionOf(s)) });
     try {
       const sqlite = (db as Db).$client;
       const room = sqlite.pragma("max_page_count", { simple: true }) as number;

@@ -11,13 +11,14 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { openDatabase, type OpenedDatabase } from "../../src/store/db.js";
-import { createGroupsRepository, type GroupListFilter, type GroupOrder, groupOrderValue, type GroupRecord, type GroupsRepository } from "../../src/store/groups.js";
-import type { KeysetQuery } from "../../src/store/list-query.js";
+import { GROUP_ORDERS, type GroupListFilter, type GroupOrder, type GroupRecord, type GroupsRepository } from "../../src/store/groups.js";
+import type { KeysetQuery } from "../../src/store/lists.js";
+import { openDatabase, type OpenedDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
 import { openPostgres, type OpenedPostgres } from "../../src/store/postgres/connection.js";
 import { createPostgresGroupsRepository } from "../../src/store/postgres/groups.js";
 import * as pgSchema from "../../src/store/postgres/schema.js";
-import * as sqliteSchema from "../../src/store/schema.js";
+import * as sqliteSchema from "../../src/store/sqlite/schema.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 
 const NOW = 1_700_000_000_000;
@@ -52,7 +53,7 @@ async function allPages(repo: GroupsRepository, filter: GroupListFilter, order: 
     seen.push(...page.map((g) => g.uid));
     if (page.length < 3) return seen;
     const last = page[page.length - 1]!;
-    after = { value: groupOrderValue(last, order), uid: last.uid };
+    after = { value: GROUP_ORDERS.value(last, order), uid: last.uid };
   }
   throw new Error("paging did not end");
 }

@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openDatabase, type OpenedDatabase } from "../../src/store/db.js";
+import { openDatabase, type OpenedDatabase } from "../../src/store/sqlite/db.js";
 import { openPostgres, type OpenedPostgres } from "../../src/store/postgres/connection.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 

@@ -1,5 +1,5 @@
 /**
- * Concurrent writes through every door, as group commit (src/store/group-commit.ts) sees them
+ * Concurrent writes through every door, as group commit (src/store/sqlite/group-commit.ts) sees them
  * in production: many requests arriving together, some of which must fail inside the shared
  * transaction. Each request gets its own answer, and the database ends up holding exactly the
  * writes that were reported as successful. (That they did share transactions is asserted at

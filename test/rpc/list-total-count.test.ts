@@ -1,5 +1,5 @@
 /**
- * total_count stays true while the store remembers counts (src/store/count-cache.ts), on
+ * total_count stays true while the store remembers counts (src/store/sqlite/count-cache.ts), on
  * every door: a repeated first page is answered from the cache, and any write — through the
  * API, or by another connection to the same database file — makes the next first page count
  * again. Within one chain of pages the count is the one taken on its first page (it travels

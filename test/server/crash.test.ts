@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { databaseFile } from "../../src/store/db.js";
+import { databaseFile } from "../../src/store/sqlite/db.js";
 import { operatorToken } from "../support/auth.js";
 import { startServe } from "../support/serve.js";
 

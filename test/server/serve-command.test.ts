@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
 import { parseServeConfig } from "../../src/server/config.js";
-import { databaseFile, openDatabase } from "../../src/store/db.js";
+import { databaseFile, openDatabase } from "../../src/store/sqlite/db.js";
 import { operatorToken } from "../support/auth.js";
 
 const BIN = path.resolve("bin/trellis.mjs");

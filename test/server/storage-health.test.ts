@@ -8,7 +8,8 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import type { Db } from "../../src/store/db.js";
+import type { Db } from "../../src/store/sqlite/db.js";
+import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
 import { startTestApp } from "../support/app.js";
 import { rest } from "../support/rest.js";
 import { closeGrpcClients, rpcTransports } from "../support/transports.js";
@@ -40,7 +41,7 @@ describe("health follows whether the database can be written", () => {
   it("a full disk: the failed write turns Check NOT_SERVING on every door; a write that succeeds turns it back", async () => {
     let db: Db | undefined;
     // No probe during the test: the outcome of the API's own writes is what is looked at.
-    const t = await startTestApp({}, { storageProbeMs: 3_600_000 }, { onDatabase: (d) => void (db = d) });
+    const t = await startTestApp({}, { storageProbeMs: 3_600_000 }, { onStore: (s) => void (db = sqliteConnectionOf(s)) });
     try {
       const statuses = async () =>
         Promise.all(rpcTransports.map(async (tr) => (await createClient(Health, tr.create(t.url)).check({ service: "" })).status));

@@ -9,10 +9,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AdvisoryFields, type AdvisoryListFilter, advisoryListWhere, createAdvisoriesRepository, REVIEW_STATE_APPROVED, upsertAdvisoryInTx } from "../../src/store/advisories.js";
-import { type Db, type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupsRepository } from "../../src/store/groups.js";
-import { advisories } from "../../src/store/schema.js";
+import { type AdvisoryFields, type AdvisoryListFilter, REVIEW_STATE_APPROVED } from "../../src/store/advisories.js";
+import { advisoryListWhere, createAdvisoriesRepository, upsertAdvisoryInTx } from "../../src/store/sqlite/advisories.js";
+import { type Db, type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import { advisories } from "../../src/store/sqlite/schema.js";
 
 const NOW = 1_800_000_000_000;
 

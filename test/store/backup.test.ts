@@ -10,8 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { backupDatabase } from "../../src/store/backup.js";
-import { openDatabase, type OpenedDatabase } from "../../src/store/db.js";
+import { backupDatabase } from "../../src/store/sqlite/backup.js";
+import { openDatabase, type OpenedDatabase } from "../../src/store/sqlite/db.js";
 
 const dirs: string[] = [];
 const opened: OpenedDatabase[] = [];

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/store/db.js";
+import { openDatabase } from "../../src/store/sqlite/db.js";
 
 const dirs: string[] = [];
 function tempDir() {
@@ -67,7 +67,7 @@ describe("openDatabase", () => {
         "--import",
         "tsx",
         "-e",
-        `const { openDatabase } = await import(${JSON.stringify(path.resolve("src/store/db.ts"))});
+        `const { openDatabase } = await import(${JSON.stringify(path.resolve("src/store/sqlite/db.ts"))});
          openDatabase(${JSON.stringify(dir)}); process.stdout.write("locked\\n"); setInterval(() => {}, 60000);`,
       ],
       { stdio: ["ignore", "pipe", "inherit"] },

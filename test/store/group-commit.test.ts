@@ -1,5 +1,5 @@
 /**
- * Group commit (src/store/group-commit.ts): writes queued in the same turn of the event loop
+ * Group commit (src/store/sqlite/group-commit.ts): writes queued in the same turn of the event loop
  * share one BEGIN IMMEDIATE … COMMIT, and each still succeeds or fails on its own, durably and
  * with nothing half-written. These tests drive the repository (the real SQLite file) and count
  * the transactions by watching the connection's `exec`; test/rpc/group-commit.test.ts sends
@@ -11,9 +11,10 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ApiError } from "../../src/errors/api-error.js";
-import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { groupCommit, MAX_BATCH, storageWritable, waitForWriteLockAsync } from "../../src/store/group-commit.js";
-import { createGroupsRepository, type GroupsRepository } from "../../src/store/groups.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { groupCommit, MAX_BATCH, storageWritable, waitForWriteLockAsync } from "../../src/store/sqlite/group-commit.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import type { GroupsRepository } from "../../src/store/groups.js";
 
 const NOW = 1_800_000_000_000;
 const newRoot = (name: string) => ({ parentUid: null, name, description: "", verified: false, kind: 0 });

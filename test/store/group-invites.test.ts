@@ -9,10 +9,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
-import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupInvitesRepository, type GroupInviteRecord, type GroupInvitesRepository } from "../../src/store/group-invites.js";
-import { createGroupsRepository } from "../../src/store/groups.js";
-import { groupInvites, identities, roleBindings, roles } from "../../src/store/schema.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupInvitesRepository } from "../../src/store/sqlite/group-invites.js";
+import type { GroupInviteRecord, GroupInvitesRepository } from "../../src/store/group-invites.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import { groupInvites, identities, roleBindings, roles } from "../../src/store/sqlite/schema.js";
 import { newUidp } from "../../src/store/uidp.js";
 
 const NOW = 1_800_000_000_000;

@@ -9,15 +9,11 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RelationshipType } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
-import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupsRepository } from "../../src/store/groups.js";
-import {
-  createIdentitiesRepository,
-  type IdentitiesRepository,
-  RELATIONSHIP_TYPES,
-  type Relationship,
-} from "../../src/store/identities.js";
-import { identities } from "../../src/store/schema.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import { createIdentitiesRepository } from "../../src/store/sqlite/identities.js";
+import { type IdentitiesRepository, RELATIONSHIP_TYPES, type Relationship } from "../../src/store/identities.js";
+import { identities } from "../../src/store/sqlite/schema.js";
 import { newUidp } from "../../src/store/uidp.js";
 
 const NOW = 1_800_000_000_000;

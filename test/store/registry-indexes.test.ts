@@ -1,33 +1,36 @@
 /**
  * Lists stay fast at realistic sizes: with 100k tags in 100 repos, every ListTags order and
  * filter is answered from an index — the query plan has no full table scan and no temporary
- * sort b-tree (EXPLAIN QUERY PLAN on the exact SQL the repository runs). Advisory filters are
- * checked the same way.
+ * sort b-tree. The plans are EXPLAINed on the exact SQL and arguments the repository's List
+ * runs on its connection (captured with observeListStatements while the List is served),
+ * never on a query rebuilt for the test. Advisory filters are checked the same way.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { advisoryListWhere, type AdvisoryListFilter } from "../../src/store/advisories.js";
-import { type Db, openDatabase, type OpenedDatabase } from "../../src/store/db.js";
-import { keysetPage } from "../../src/store/list-query.js";
-import { advisories, tags } from "../../src/store/schema.js";
-import { type TagListFilter, tagListWhere, type TagOrder } from "../../src/store/tags.js";
+import type { AdvisoryListFilter } from "../../src/store/advisories.js";
+import type { StoreEngine } from "../../src/store/engine.js";
+import { openStore } from "../../src/store/open.js";
+import type { Db } from "../../src/store/sqlite/db.js";
+import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
+import { observeListStatements } from "../../src/store/sqlite/list-query.js";
+import type { TagListFilter, TagOrder } from "../../src/store/tags.js";
 
 const ORG = "a".repeat(40);
 const REPOS = 100;
 const TAGS_PER_REPO = 1000;
 
 let dir: string;
-let opened: OpenedDatabase;
+let store: StoreEngine;
 let db: Db;
 
 const repoUid = (i: number) => `${ORG}/${i.toString(16).padStart(16, "0")}`;
 
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-plan-"));
-  opened = openDatabase(dir);
-  db = opened.db;
+  store = openStore({ dataDir: dir });
+  db = sqliteConnectionOf(store);
   const sqlite = db.$client;
   sqlite.prepare("INSERT INTO groups (uid, name, create_time, update_time) VALUES (?, 'org', 0, 0)").run(ORG);
   const repo = sqlite.prepare("INSERT INTO repos (uid, parent_uid, name, create_time, update_time) VALUES (?, ?, ?, 0, 0)");
@@ -49,26 +52,23 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  opened.close();
+  store.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function plan(query: { toSQL(): { sql: string; params: unknown[] } }): string {
-  const { sql, params } = query.toSQL();
-  const rows = db.$client.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[];
+/** The query plan of the one page statement `list` runs, with the arguments it ran with. */
+async function plan(list: () => Promise<unknown>): Promise<string> {
+  const ran: { sql: string; args: readonly unknown[] }[] = [];
+  await observeListStatements((sql, args) => ran.push({ sql, args }), list);
+  expect(ran).toHaveLength(1);
+  const { sql, args } = ran[0] as { sql: string; args: readonly unknown[] };
+  const rows = db.$client.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[];
   return rows.map((r) => r.detail).join("\n");
 }
 
 function tagPlan(filter: Partial<TagListFilter>, order: TagOrder, desc = false, after?: { value: string | number; uid: string }) {
   const f: TagListFilter = { uidp: {}, include: [], ...filter };
-  const q = keysetPage(tagListWhere(f), { uid: tags.uid, name: tags.name, update_time: tags.updateTime }[order], tags.uid, {
-    order,
-    desc,
-    after,
-    offset: 0,
-    limit: 51,
-  });
-  return plan(db.select().from(tags).where(q.where).orderBy(...q.orderBy).limit(q.limit));
+  return plan(() => store.repositories.tags.list(f, { order, desc, after, offset: 0, limit: 51 }));
 }
 
 function expectIndexed(p: string, index: RegExp) {
@@ -83,11 +83,11 @@ describe("ListTags query plans over 100k tags", () => {
     ["uid", /SCAN tags USING INDEX sqlite_autoindex_tags_1/],
     ["name", /SCAN tags USING INDEX tags_name_uid_idx/],
     ["update_time", /SCAN tags USING INDEX tags_update_time_uid_idx/],
-  ] as const)("order %s (asc, desc and after a cursor) walks its index", (order, index) => {
-    expectIndexed(tagPlan({}, order), index);
-    expectIndexed(tagPlan({}, order, true), index);
+  ] as const)("order %s (asc, desc and after a cursor) walks its index", async (order, index) => {
+    expectIndexed(await tagPlan({}, order), index);
+    expectIndexed(await tagPlan({}, order, true), index);
     const after = order === "update_time" ? { value: 1_700_000_005_000, uid: cursor.uid } : cursor;
-    expectIndexed(tagPlan({}, order, false, after), /SEARCH tags USING INDEX|SCAN tags USING INDEX/);
+    expectIndexed(await tagPlan({}, order, false, after), /SEARCH tags USING INDEX|SCAN tags USING INDEX/);
   });
 
   it.each([
@@ -98,8 +98,8 @@ describe("ListTags query plans over 100k tags", () => {
     ["updated_since", { updatedSince: 1_700_000_900_000 }, "update_time", /SEARCH tags USING INDEX tags_update_time_uid_idx \(update_time>\?\)/],
     ["include_* flags", { include: [1, 2] as const }, "uid", /SCAN tags USING INDEX sqlite_autoindex_tags_1/],
     ["name in a repo", { uidp: { childrenOf: repoUid(7) }, name: "1.42" }, "uid", /SEARCH tags USING INDEX tags_(repo_name|name_uid)_idx/],
-  ] as const)("filter %s searches an index", (_name, filter, order, index) => {
-    expectIndexed(tagPlan(filter as Partial<TagListFilter>, order), index);
+  ] as const)("filter %s searches an index", async (_name, filter, order, index) => {
+    expectIndexed(await tagPlan(filter as Partial<TagListFilter>, order), index);
   });
 });
 
@@ -113,10 +113,9 @@ describe("ListAdvisories query plans", () => {
     ["event_authors", { eventAuthors: ["a"] }, /advisory_events_author_idx/],
     ["event_types", { eventTypes: [3] }, /advisory_events_type_idx/],
     ["latest_event_type", { latestEventType: 3 }, /advisories_latest_event_type_idx/],
-  ] as const)("filter %s uses its index", (_name, filter, index) => {
-    const where = advisoryListWhere(db, { uidp: {}, ...(filter as Partial<AdvisoryListFilter>) });
-    const q = keysetPage(where, advisories.uid, advisories.uid, { order: "uid", desc: false, offset: 0, limit: 51 });
-    const p = plan(db.select().from(advisories).where(q.where).orderBy(...q.orderBy).limit(q.limit));
+  ] as const)("filter %s uses its index", async (_name, filter, index) => {
+    const f: AdvisoryListFilter = { uidp: {}, ...(filter as Partial<AdvisoryListFilter>) };
+    const p = await plan(() => store.repositories.advisories.list(f, { order: "uid", desc: false, offset: 0, limit: 51 }));
     expect(p).toMatch(index);
     expect(p).not.toMatch(/^SCAN advisories$/m);
   });

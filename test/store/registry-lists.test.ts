@@ -11,19 +11,14 @@ import path from "node:path";
 import { getTableColumns, getTableName, is } from "drizzle-orm";
 import { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupsRepository } from "../../src/store/groups.js";
-import { rowMapper } from "../../src/store/list-query.js";
-import * as schema from "../../src/store/schema.js";
-import { createReposRepository, type RepoListFilter, type RepoRecord, type ReposRepository } from "../../src/store/repos.js";
-import {
-  createTagsRepository,
-  GeneratedTag,
-  generatedKind,
-  type TagListFilter,
-  type TagRecord,
-  type TagsRepository,
-} from "../../src/store/tags.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import { rowMapper } from "../../src/store/sqlite/list-query.js";
+import * as schema from "../../src/store/sqlite/schema.js";
+import { createReposRepository } from "../../src/store/sqlite/repos.js";
+import type { RepoListFilter, RepoRecord, ReposRepository } from "../../src/store/repos.js";
+import { createTagsRepository } from "../../src/store/sqlite/tags.js";
+import { GeneratedTag, generatedKind, type TagListFilter, type TagRecord, type TagsRepository } from "../../src/store/tags.js";
 
 const NOW = 1_800_000_000_000;
 

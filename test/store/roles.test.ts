@@ -14,10 +14,11 @@ import { Capability, CapabilitySchema, internal_only } from "../../gen/chainguar
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { grantableCapability } from "../../src/services/iam/roles.js";
 import { BUILT_IN_ROLES, builtInRoleUid, CAPABILITY_NUMBERS } from "../../src/store/builtin-roles.js";
-import { type OpenedDatabase, openDatabase } from "../../src/store/db.js";
-import { createGroupsRepository } from "../../src/store/groups.js";
-import { createRolesRepository, ensureBuiltInRoles, type RoleRecord } from "../../src/store/roles.js";
-import { groupInvites, roles } from "../../src/store/schema.js";
+import { type OpenedDatabase, openDatabase } from "../../src/store/sqlite/db.js";
+import { createGroupsRepository } from "../../src/store/sqlite/groups.js";
+import { createRolesRepository, ensureBuiltInRoles } from "../../src/store/sqlite/roles.js";
+import type { RoleRecord } from "../../src/store/roles.js";
+import { groupInvites, roles } from "../../src/store/sqlite/schema.js";
 
 const NOW = 1_800_000_000_000;
 

@@ -10,7 +10,7 @@ import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { afterEach, expect, it } from "vitest";
-import { MIGRATIONS_DIR, openDatabase } from "../../src/store/db.js";
+import { MIGRATIONS_DIR, openDatabase } from "../../src/store/sqlite/db.js";
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -9,7 +9,7 @@ import pino from "pino";
 import { afterAll, beforeAll } from "vitest";
 import { DEFAULT_ERROR_DOMAIN, type Limits, type ServerConfig } from "../../src/server/config.js";
 import { type App, type AppOverrides, startApp } from "../../src/server/create-app.js";
-import { databaseFile } from "../../src/store/db.js";
+import { databaseFile } from "../../src/store/sqlite/db.js";
 import { operatorToken, setDefaultToken } from "./auth.js";
 import { closeGrpcClients } from "./transports.js";
 

@@ -5,14 +5,10 @@
  * out per call: `rest(..., { authorization: "" })` sends no header, a transport created with
  * `{ token: null }` sends none, and any explicit `authorization` header wins.
  */
-import Database from "better-sqlite3";
-import { drizzle } from "drizzle-orm/better-sqlite3";
 import { mintLocalOperatorToken } from "../../src/auth/local-token.js";
 import { loadSigningKeys, type SigningKey } from "../../src/auth/signing-keys.js";
 import type { App } from "../../src/server/create-app.js";
-import { databaseFile, type Db, openDatabase } from "../../src/store/db.js";
-import { createIdentitiesRepository } from "../../src/store/identities.js";
-import * as schema from "../../src/store/schema.js";
+import { openStore } from "../../src/store/open.js";
 import { MAX_API_TOKEN_TTL_S } from "../../src/auth/token-lifetime.js";
 
 const defaultTokens = new Map<string, string>();
@@ -49,14 +45,14 @@ export function operatorToken(dataDir: string, subject?: string, now?: () => num
 }
 
 /** The server's active signing key, read from its data directory (for forging test tokens). */
-export function serverSigningKey(dataDir: string): SigningKey {
-  const sqlite = new Database(databaseFile(dataDir), { readonly: true, fileMustExist: true });
+export async function serverSigningKey(dataDir: string): Promise<SigningKey> {
+  const store = openStore({ dataDir, access: "read-only" });
   try {
-    const keys = loadSigningKeys(drizzle(sqlite, { schema }) as unknown as Db);
+    const keys = await loadSigningKeys(store.serverValues);
     if (!keys) throw new Error("the server has no signing key yet");
     return keys.active;
   } finally {
-    sqlite.close();
+    store.close();
   }
 }
 
@@ -65,12 +61,12 @@ export function serverSigningKey(dataDir: string): SigningKey {
  * a second connection to the running server's database (WAL allows it).
  */
 export async function createUserIdentity(dataDir: string, subject: string, issuer = "https://idp.example.test"): Promise<string> {
-  const opened = openDatabase(dataDir, { lock: false });
+  const store = openStore({ dataDir, access: "beside" });
   try {
-    const user = await createIdentitiesRepository(opened.db).findOrCreateUser({ issuer, subject, name: subject, email: "" }, Date.now());
+    const user = await store.repositories.identities.findOrCreateUser({ issuer, subject, name: subject, email: "" }, Date.now());
     return user.uid;
   } finally {
-    opened.close();
+    store.close();
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * `trellis backup --to FILE [--data DIR] [--force]` and `trellis restore --from FILE [--data DIR]
- * [--force]` (src/store/backup.ts, docs/cli.md "Backup and restore"). Like `import`, they
+ * [--force]` (src/store/sqlite/backup.ts, docs/cli.md "Backup and restore"). Like `import`, they
  * work on the data directory itself and call no server, so the global client options do not
  * apply. Exit codes: 0 done, 1 refused or failed (a message on stderr), 2 usage.
  */
@@ -29,7 +29,7 @@ export function registerBackup(program: Command, io: Io): void {
     .option("--force", "replace an existing backup file")
     .action(async (opts: BackupFlags) => {
       // Loaded on use: it opens SQLite, which client commands never need.
-      const { backupDatabase } = await import("../../store/backup.js");
+      const { backupDatabase } = await import("../../store/open.js");
       const progress = progressLine(io);
       const summary = await storageCommand(() =>
         backupDatabase({ dataDir: dataDirOf(opts, io), to: opts.to, force: opts.force === true, onProgress: progress.update }),
@@ -47,7 +47,7 @@ export function registerRestore(program: Command, io: Io): void {
     .option("--data <dir>", "database directory [env TRELLIS_DATA, default ./data]")
     .option("--force", "restore over an existing database (its files are kept, renamed with a timestamp)")
     .action(async (opts: RestoreFlags) => {
-      const { restoreDatabase } = await import("../../store/backup.js");
+      const { restoreDatabase } = await import("../../store/open.js");
       const dataDir = dataDirOf(opts, io);
       const summary = await storageCommand(async () => restoreDatabase({ dataDir, from: opts.from, force: opts.force === true }));
       io.out(
@@ -64,7 +64,7 @@ function dataDirOf(opts: { data?: string }, io: Io): string {
 
 /** Runs a backup or restore step, turning its refusals into the CLI's exit codes. */
 async function storageCommand<T>(run: () => Promise<T>): Promise<T> {
-  const { BackupUsageError } = await import("../../store/backup.js");
+  const { BackupUsageError } = await import("../../store/open.js");
   try {
     return await run();
   } catch (err) {

@@ -54,9 +54,9 @@ function printKeys(io: Io, format: OutputFormat, keys: readonly KeyInfo[]): void
 }
 
 /** Errors from the data directory are plain messages for the operator: exit 1. */
-async function local<T>(fn: () => T): Promise<T> {
+async function local<T>(fn: () => Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (err) {
     throw new CliError((err as Error).message, EXIT.failure);
   }

@@ -39,9 +39,8 @@ import { resolveNestedUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
 import {
   type AccountAssociationChanges,
-  type AccountAssociationOrder,
   type AccountProviders,
-  accountAssociationOrderValue,
+  ACCOUNT_ASSOCIATION_ORDERS,
 } from "../../store/account-associations.js";
 import { isUidp } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
@@ -49,15 +48,6 @@ import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { accountAssociationToProto, EMPTY_PROVIDERS, providersFromProto } from "./convert-account-associations.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
-
-/** order_by spellings accepted for account associations; `group` is the published default. */
-const ASSOCIATION_ORDERS: Readonly<Record<string, AccountAssociationOrder>> = {
-  group: "uid",
-  uid: "uid",
-  name: "name",
-  create_time: "create_time",
-  created_at: "create_time",
-};
 
 /** Provider blocks and the fields of each a mask may name. */
 const PROVIDER_FIELDS = {
@@ -155,12 +145,12 @@ export function createAccountAssociationsService(
       const page = await listPage(
         req,
         {
-          orders: ASSOCIATION_ORDERS,
+          orders: ACCOUNT_ASSOCIATION_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListAccountAssociationsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
-          cursor: (row, order) => ({ value: accountAssociationOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: ACCOUNT_ASSOCIATION_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

@@ -32,21 +32,13 @@ import {
 } from "../../../gen/chainguard/platform/iam/v2beta1/group_invites_pb.js";
 import { type FieldViolation, invalidArgument, notFound } from "../../errors/api-error.js";
 import { listPage } from "../../pagination/page.js";
-import { type GroupInviteOrder, groupInviteOrderValue } from "../../store/group-invites.js";
+import { GROUP_INVITE_ORDERS } from "../../store/group-invites.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkUidp, collect, requireValid } from "../validate.js";
 import { groupInviteToProto } from "./convert-group-invites.js";
 import { defaultRoleGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
-
-/** order_by spellings accepted for group invites. */
-const INVITE_ORDERS: Readonly<Record<string, GroupInviteOrder>> = {
-  uid: "uid",
-  create_time: "create_time",
-  created_at: "create_time",
-  expiration_time: "expiration_time",
-};
 
 export const MAX_INVITE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 const MAX_EMAIL = 254;
@@ -94,12 +86,12 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
       const page = await listPage(
         req,
         {
-          orders: INVITE_ORDERS,
+          orders: GROUP_INVITE_ORDERS.spellings,
           defaultOrder: { key: "create_time", desc: true },
           filterKey: filterKey(ListGroupInvitesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
-          cursor: (row, order) => ({ value: groupInviteOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: GROUP_INVITE_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

@@ -1,7 +1,7 @@
 /**
  * chainguard.platform.iam.v2beta1.GroupsService: the group tree.
  *
- * Handlers validate, call the repository, convert. SQL lives in src/store/groups.ts, error
+ * Handlers validate, call the repository, convert. SQL lives in src/store/sqlite/groups.ts, error
  * construction in src/errors, paging in src/pagination, masks in src/fieldmask.
  * LookupGroup, RequestGroupAccess and CheckEligibility act on the caller's verified
  * organization, matched by the verified email domain of its identity; the rules (and why) are
@@ -27,7 +27,7 @@ import {
 import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
-import { type GroupChanges, type GroupOrder, groupOrderValue } from "../../store/groups.js";
+import { type GroupChanges, GROUP_ORDERS } from "../../store/groups.js";
 import { parentOf } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
@@ -35,16 +35,6 @@ import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../va
 import { callerEligible, lookupCallerGroup, requestCallerGroupAccess } from "./caller-organization.js";
 import { groupToProto } from "./convert.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
-
-/** order_by spellings accepted for groups. */
-const GROUP_ORDERS: Readonly<Record<string, GroupOrder>> = {
-  uid: "uid",
-  name: "name",
-  create_time: "create_time",
-  created_at: "create_time",
-  update_time: "update_time",
-  updated_at: "update_time",
-};
 
 const MUTABLE = ["name", "description", "verified", "kind"] as const;
 
@@ -163,12 +153,12 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
       const page = await listPage(
         req,
         {
-          orders: GROUP_ORDERS,
+          orders: GROUP_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListGroupsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
-          cursor: (row, order) => ({ value: groupOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: GROUP_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

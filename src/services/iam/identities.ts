@@ -75,8 +75,8 @@ import {
 import { type FieldViolation, failedPrecondition, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveNestedUpdatePaths, resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
-import type { IdentityChanges, IdentityOrder, RelationshipKind } from "../../store/identities.js";
-import { identityOrderValue, userIdentityUid } from "../../store/identities.js";
+import type { IdentityChanges, RelationshipKind } from "../../store/identities.js";
+import { IDENTITY_ORDERS, userIdentityUid } from "../../store/identities.js";
 import { callerOf } from "../../auth/caller.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
@@ -85,16 +85,6 @@ import { checkClaimMatch, checkStringMatch, checkValue } from "../../auth/claim-
 import { identityMetadataToProto, identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
 import { escalationGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
-
-/** order_by spellings accepted for identities. */
-const IDENTITY_ORDERS: Readonly<Record<string, IdentityOrder>> = {
-  uid: "uid",
-  name: "name",
-  create_time: "create_time",
-  created_at: "create_time",
-  update_time: "update_time",
-  updated_at: "update_time",
-};
 
 /** The members of the `relationship` oneof, by proto name (equal to the store's kinds). */
 const RELATIONSHIP_FIELDS = ["claim_match", "static_keys", "aws_identity", "service_principal"] as const satisfies readonly RelationshipKind[];
@@ -276,12 +266,12 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
       const page = await listPage(
         req,
         {
-          orders: IDENTITY_ORDERS,
+          orders: IDENTITY_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListIdentitiesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
-          cursor: (row, order) => ({ value: identityOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: IDENTITY_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

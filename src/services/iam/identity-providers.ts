@@ -45,8 +45,7 @@ import { resolveNestedUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
 import {
   type IdentityProviderChanges,
-  type IdentityProviderOrder,
-  identityProviderOrderValue,
+  IDENTITY_PROVIDER_ORDERS,
   type OidcChange,
   type OidcSettings,
 } from "../../store/identity-providers.js";
@@ -57,16 +56,6 @@ import { identityProviderToProto, oidcFromProto } from "./convert-identity-provi
 import { visibleScopes } from "../../auth/visible-scopes.js";
 import type { ScimState } from "../../store/scim-credentials.js";
 import { createScimTokenMethods, scimToProto } from "./scim-tokens.js";
-
-/** order_by spellings accepted for identity providers. */
-const IDP_ORDERS: Readonly<Record<string, IdentityProviderOrder>> = {
-  uid: "uid",
-  name: "name",
-  create_time: "create_time",
-  created_at: "create_time",
-  update_time: "update_time",
-  updated_at: "update_time",
-};
 
 const OIDC_FIELDS = [
   "issuer",
@@ -190,12 +179,12 @@ export function createIdentityProvidersService(
       const page = await listPage(
         req,
         {
-          orders: IDP_ORDERS,
+          orders: IDENTITY_PROVIDER_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListIdentityProvidersRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
-          cursor: (row, order) => ({ value: identityProviderOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: IDENTITY_PROVIDER_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

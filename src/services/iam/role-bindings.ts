@@ -46,20 +46,13 @@ import {
 import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
-import { type BindingGuard, type NewRoleBinding, type RoleBindingChanges, type RoleBindingOrder, roleBindingOrderValue } from "../../store/role-bindings.js";
+import { type BindingGuard, type NewRoleBinding, type RoleBindingChanges, ROLE_BINDING_ORDERS } from "../../store/role-bindings.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkOptionalUidp, checkUidp, collect, requireValid } from "../validate.js";
 import { roleBindingToProto } from "./convert-role-bindings.js";
 import { escalationGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
-
-/** order_by spellings accepted for role bindings. */
-const BINDING_ORDERS: Readonly<Record<string, RoleBindingOrder>> = {
-  uid: "uid",
-  create_time: "create_time",
-  created_at: "create_time",
-};
 
 const MUTABLE = ["identity_uid", "role_uid"] as const;
 
@@ -147,12 +140,12 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
       const page = await listPage(
         req,
         {
-          orders: BINDING_ORDERS,
+          orders: ROLE_BINDING_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListRoleBindingsRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
-          cursor: (row, order) => ({ value: roleBindingOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: ROLE_BINDING_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

@@ -38,23 +38,13 @@ import {
 import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
-import { type RoleChanges, type RoleOrder, roleOrderValue } from "../../store/roles.js";
+import { type RoleChanges, ROLE_ORDERS } from "../../store/roles.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { roleToProto } from "./convert-roles.js";
 import { escalationGuard } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
-
-/** order_by spellings accepted for roles. */
-const ROLE_ORDERS: Readonly<Record<string, RoleOrder>> = {
-  uid: "uid",
-  name: "name",
-  create_time: "create_time",
-  created_at: "create_time",
-  update_time: "update_time",
-  updated_at: "update_time",
-};
 
 const MUTABLE = ["name", "description", "capabilities"] as const;
 
@@ -134,12 +124,12 @@ export function createRolesService(ctx: ServiceContext): Partial<ServiceImpl<typ
       const page = await listPage(
         req,
         {
-          orders: ROLE_ORDERS,
+          orders: ROLE_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListRolesRequestSchema, req, filter.within),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
-          cursor: (row, order) => ({ value: roleOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: ROLE_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

@@ -21,21 +21,12 @@ import { type FieldViolation, invalidArgument, invalidField, notFound } from "..
 import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
-import { type RepoChanges, type RepoFields, type RepoOrder, repoOrderValue } from "../../store/repos.js";
+import { type RepoChanges, type RepoFields, REPO_ORDERS } from "../../store/repos.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkUidp, collect, requireValid } from "../validate.js";
 import { repoToProto } from "./convert.js";
 import { checkAlias, checkBundle, checkEach, checkReadme, checkRepoName, checkTagName } from "./validate.js";
-
-const REPO_ORDERS: Readonly<Record<string, RepoOrder>> = {
-  uid: "uid",
-  name: "name",
-  create_time: "create_time",
-  created_at: "create_time",
-  update_time: "update_time",
-  updated_at: "update_time",
-};
 
 const MUTABLE = ["name", "description", "catalog_tier", "bundles", "aliases", "active_tags", "sync_config", "custom_overlay"] as const;
 
@@ -154,12 +145,12 @@ export function createReposService(ctx: ServiceContext): Partial<ServiceImpl<typ
       const page = await listPage(
         req,
         {
-          orders: REPO_ORDERS,
+          orders: REPO_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListReposRequestSchema, req, filter.within),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
-          cursor: (row, order) => ({ value: repoOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: REPO_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

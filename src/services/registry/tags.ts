@@ -8,19 +8,12 @@ import { ListTagsRequestSchema, type Tag, type TagsService } from "../../../gen/
 import { invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
-import { GeneratedTag, type TagFields, type TagOrder, tagOrderValue } from "../../store/tags.js";
+import { GeneratedTag, type TagFields, TAG_ORDERS } from "../../store/tags.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkUidp, collect, requireValid } from "../validate.js";
 import { tagToProto } from "./convert.js";
 import { checkBundle, checkDigest, checkEach, checkTagName } from "./validate.js";
-
-const TAG_ORDERS: Readonly<Record<string, TagOrder>> = {
-  uid: "uid",
-  name: "name",
-  update_time: "update_time",
-  updated_at: "update_time",
-};
 
 /**
  * Validates a tag for create/import/v1 PUT and returns its store fields. `at` is the tag's
@@ -79,12 +72,12 @@ export function createTagsService(ctx: ServiceContext): Partial<ServiceImpl<type
       const page = await listPage(
         req,
         {
-          orders: TAG_ORDERS,
+          orders: TAG_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListTagsRequestSchema, req, filter.within),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
-          cursor: (row, order) => ({ value: tagOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: TAG_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

@@ -11,20 +11,11 @@ import {
 import { invalidField, notFound } from "../../errors/api-error.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
-import { type AdvisoryListFilter, type AdvisoryOrder, advisoryOrderValue } from "../../store/advisories.js";
+import { type AdvisoryListFilter, ADVISORY_ORDERS } from "../../store/advisories.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkUidp, checkValueCount, requireValid } from "../validate.js";
 import { advisoryToProto } from "./convert.js";
-
-const ADVISORY_ORDERS: Readonly<Record<string, AdvisoryOrder>> = {
-  uid: "uid",
-  advisory_id: "advisory_id",
-  create_time: "create_time",
-  created_at: "create_time",
-  update_time: "update_time",
-  updated_at: "update_time",
-};
 
 /** Longest free-text `query` accepted: it is a substring test, not a search language. */
 export const QUERY_MAX = 256;
@@ -86,12 +77,12 @@ export function createAdvisoriesService(ctx: ServiceContext): Partial<ServiceImp
       const page = await listPage(
         req,
         {
-          orders: ADVISORY_ORDERS,
+          orders: ADVISORY_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
           filterKey: filterKey(ListAdvisoriesRequestSchema, req, filter.within),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
-          cursor: (row, order) => ({ value: advisoryOrderValue(row, order), uid: row.uid }),
+          cursor: (row, order) => ({ value: ADVISORY_ORDERS.value(row, order), uid: row.uid }),
         },
         ctx.pageTokens,
         ctx.now(),

@@ -22,8 +22,8 @@ import fs from "node:fs";
 import Database from "better-sqlite3";
 import { getTableConfig, type PgColumn, type PgTable } from "drizzle-orm/pg-core";
 import type pg from "pg";
-import { databaseFile } from "../db.js";
-import sqliteJournal from "../migrations/meta/_journal.json" with { type: "json" };
+import { databaseFile } from "../sqlite/db.js";
+import sqliteJournal from "../sqlite/migrations/meta/_journal.json" with { type: "json" };
 import { openPostgres } from "./connection.js";
 import * as schema from "./schema.js";
 

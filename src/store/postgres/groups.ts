@@ -29,7 +29,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { failedPrecondition, notFound, permissionDenied } from "../../errors/api-error.js";
 import { builtInRoleUid } from "../builtin-roles.js";
 import type { GroupOrder, GroupRecord, GroupsRepository, GroupListFilter } from "../groups.js";
-import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-query.js";
+import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp, rootOf } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
@@ -71,7 +71,7 @@ async function lockGroup(tx: Tx, uid: string, mode: "share" | "update"): Promise
 export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
   /** The filter's WHERE, or null when it can match nothing (an empty `within`). */
   const where = (f: GroupListFilter): SQL | undefined | null => {
-    // withinConditions spells "nothing" as SQLite's `0`, which PostgreSQL refuses as a condition.
+    // An empty `within` matches nothing: no query at all.
     if (f.within !== undefined && f.within.length === 0) return null;
     return allOf([
       ...uidpConditions(shared(groups.uid), shared(groups.parentUid), f.uidp),

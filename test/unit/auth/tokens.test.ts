@@ -15,16 +15,17 @@ import { mintLocalOperatorToken } from "../../../src/auth/local-token.js";
 import { MAX_API_TOKEN_TTL_S } from "../../../src/auth/token-lifetime.js";
 import { loadTrustConfig, toTrustConfig } from "../../../src/auth/trust-config.js";
 import { parseServeConfig } from "../../../src/server/config.js";
-import { type OpenedDatabase, openDatabase } from "../../../src/store/db.js";
+import type { StoreEngine } from "../../../src/store/engine.js";
+import { openStore } from "../../../src/store/open.js";
 
 const dirs: string[] = [];
-const opened: OpenedDatabase[] = [];
+const opened: StoreEngine[] = [];
 function freshDb() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-keys-"));
   dirs.push(dir);
-  const o = openDatabase(dir);
+  const o = openStore({ dataDir: dir });
   opened.push(o);
-  return { dir, db: o.db };
+  return { dir, db: o.serverValues };
 }
 afterEach(() => {
   for (const o of opened.splice(0)) o.close();
@@ -34,11 +35,11 @@ afterEach(() => {
 const ISS = "https://trellis.example.test";
 
 describe("signing keys", () => {
-  it("are created once and read back identically (restart, second process)", () => {
+  it("are created once and read back identically (restart, second process)", async () => {
     const { db } = freshDb();
-    expect(loadSigningKeys(db)).toBeUndefined();
-    const first = loadOrCreateSigningKeys(db, 1000);
-    const again = loadOrCreateSigningKeys(db, 2000);
+    expect(await loadSigningKeys(db)).toBeUndefined();
+    const first = await loadOrCreateSigningKeys(db, 1000);
+    const again = await loadOrCreateSigningKeys(db, 2000);
     expect(again.active.kid).toBe(first.active.kid);
     expect(first.active.publicJwk).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256" });
     expect(Object.keys(first.active.publicJwk)).not.toContain("d");
@@ -47,17 +48,17 @@ describe("signing keys", () => {
   it("rotation signs with the new key, still verifies the old one, and prunes it after the retention", async () => {
     const { db } = freshDb();
     let now = Date.now();
-    let keys = loadOrCreateSigningKeys(db, now);
+    let keys = await loadOrCreateSigningKeys(db, now);
     const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
     const old = await issuer.mint({ subject: "operator:a", audience: ISS, ttlSeconds: 3600 });
-    keys = rotateSigningKey(db, now, 3600_000);
+    keys = await rotateSigningKey(db, now, 3600_000);
     expect(keys.all).toHaveLength(2);
     const fresh = await issuer.mint({ subject: "operator:b", audience: ISS, ttlSeconds: 3600 });
     expect(JSON.parse(Buffer.from(fresh.split(".")[0] as string, "base64url").toString()).kid).toBe(keys.active.kid);
     expect((await issuer.verify(old)).subject).toBe("operator:a");
     expect(issuer.jwks().keys.map((k) => k.kid).sort()).toEqual(keys.all.map((k) => k.kid).sort());
     now += 2 * 3600_000;
-    keys = rotateSigningKey(db, now, 3600_000);
+    keys = await rotateSigningKey(db, now, 3600_000);
     // The first key retired two hours ago: gone. The second retired just now: kept.
     expect(keys.all).toHaveLength(2);
     expect(keys.all.map((k) => k.kid)).not.toContain(JSON.parse(Buffer.from(old.split(".")[0] as string, "base64url").toString()).kid);
@@ -66,7 +67,7 @@ describe("signing keys", () => {
   it("a cached token still expires", async () => {
     const { db } = freshDb();
     let now = Date.now();
-    const keys = loadOrCreateSigningKeys(db, now);
+    const keys = await loadOrCreateSigningKeys(db, now);
     const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
     const token = await issuer.mint({ subject: "operator:a", audience: ISS, ttlSeconds: 60 });
     await issuer.verify(token); // cached now
@@ -79,7 +80,7 @@ describe("the maximum token lifetime (24 hours, enforced where every token is si
   it("mint refuses a lifetime above 24 h, or not a whole positive number of seconds, with INVALID_ARGUMENT on ttl; 24 h itself is minted", async () => {
     const { db } = freshDb();
     const now = Date.now();
-    const keys = loadOrCreateSigningKeys(db, now);
+    const keys = await loadOrCreateSigningKeys(db, now);
     const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
     for (const ttlSeconds of [MAX_API_TOKEN_TTL_S + 1, 30 * 86400, Number.POSITIVE_INFINITY, Number.NaN, 0, -1, 1.5]) {
       for (const operator of [false, true]) {
@@ -93,8 +94,8 @@ describe("the maximum token lifetime (24 hours, enforced where every token is si
 
   it("a local operator token above 24 h is refused by the minting function itself, not only by the CLI's flag", async () => {
     const { dir, db } = freshDb();
-    loadOrCreateSigningKeys(db, Date.now());
-    saveIssuerSettings(db, { issuer: ISS, audience: ISS }, Date.now());
+    await loadOrCreateSigningKeys(db, Date.now());
+    await saveIssuerSettings(db, { issuer: ISS, audience: ISS }, Date.now());
     await expect(mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S + 1 })).rejects.toMatchObject({ code: 3, fieldViolations: [{ field: "ttl" }] });
     const token = decodeJwt(await mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S }));
     expect((token.exp as number) - (token.iat as number)).toBe(MAX_API_TOKEN_TTL_S);

@@ -11,10 +11,10 @@ import { Counter, Histogram, Registry } from "prom-client";
 import { afterAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { createMetrics } from "../../../src/observe/metrics.js";
-import { openDatabase } from "../../../src/store/db.js";
+import { openStore } from "../../../src/store/open.js";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-metrics-"));
-const opened = openDatabase(dir);
+const opened = openStore({ dataDir: dir });
 afterAll(() => {
   opened.close();
   fs.rmSync(dir, { recursive: true, force: true });
@@ -52,7 +52,7 @@ describe("call metrics exposition", () => {
     const methods = [GroupsService.method.getGroup, GroupsService.method.listGroups];
     await fc.assert(
       fc.asyncProperty(fc.array(callArb, { maxLength: 60 }), async (calls) => {
-        const metrics = createMetrics(opened.db);
+        const metrics = createMetrics(opened.health);
         const recorders = methods.map((m) => metrics.forMethod(m));
         const reference = new Registry();
         const counter = new Counter({
@@ -97,7 +97,7 @@ describe("call metrics exposition", () => {
       { seed: 22, numRuns: 60 },
     );
     // Not vacuous: a call moves the histogram's lines.
-    const metrics = createMetrics(opened.db);
+    const metrics = createMetrics(opened.health);
     metrics.forMethod(GroupsService.method.getGroup).record("rest", "OK", 0.003);
     expect((await metrics.scrape()).body).toContain(
       'trellis_call_duration_seconds_bucket{le="0.005",service="chainguard.platform.iam.v2beta1.GroupsService",method="GetGroup",protocol="rest"} 1',

@@ -4,10 +4,10 @@
  * and the write that depends on it see the same data.
  */
 import { eq, sql } from "drizzle-orm";
-import { invalidField, notFound } from "../errors/api-error.js";
+import { invalidField, notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groups, roles } from "./schema.js";
-import { isAncestorOrSelf } from "./uidp.js";
+import { isAncestorOrSelf } from "../uidp.js";
 
 /**
  * NOT_FOUND unless the group exists. Used by every repository that creates records

@@ -38,7 +38,9 @@
  * `fn` must be synchronous (like writeTransaction's) and must not start its own transaction.
  * Start-up writes that need the result synchronously keep using `writeTransaction` (db.ts).
  */
+import { isUnwritableFailure } from "../storage-error.js";
 import { BUSY_TIMEOUT_MS, type Db } from "./db.js";
+import { sqliteFailureKind } from "./errors.js";
 
 interface Job {
   readonly fn: (tx: Db) => unknown;
@@ -135,19 +137,11 @@ export function groupCommit<T>(db: Db, fn: (tx: Db) => T): Promise<T> {
 
 /**
  * SQLite errors that say the database cannot be written right now, whatever the request
- * (the same classes src/errors/to-connect-error.ts answers with UNAVAILABLE).
+ * (busy past the bound, full, I/O, read-only: the kinds src/errors/to-connect-error.ts
+ * answers with UNAVAILABLE).
  */
 export function isStorageFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return false;
-  return (
-    code.startsWith("SQLITE_BUSY") ||
-    code.startsWith("SQLITE_LOCKED") ||
-    code === "SQLITE_FULL" ||
-    code.startsWith("SQLITE_IOERR") ||
-    code.startsWith("SQLITE_READONLY") ||
-    code === "SQLITE_CANTOPEN"
-  );
+  return isUnwritableFailure(sqliteFailureKind(error));
 }
 
 function noteOutcome(q: Queue, error?: unknown): void {

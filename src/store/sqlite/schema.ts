@@ -462,7 +462,7 @@ export const advisoryEvents = sqliteTable(
 );
 
 /**
- * Refresh tokens (src/store/refresh-tokens.ts). Only a SHA-256 of each token is stored, so a
+ * Refresh tokens (src/store/sqlite/refresh-tokens.ts). Only a SHA-256 of each token is stored, so a
  * copy of the database cannot be used to refresh. A family is the chain of tokens rotated
  * from one exchange: each token is used once (`used_time`), and a used one presented again
  * revokes the whole family. Rows go with their identity (cascade).
@@ -495,7 +495,7 @@ export const refreshTokens = sqliteTable(
 );
 
 /**
- * SCIM state of an identity provider (src/store/scim-credentials.ts); no row = SCIM off and
+ * SCIM state of an identity provider (src/store/sqlite/scim-credentials.ts); no row = SCIM off and
  * no token ever issued. Tokens are stored as SHA-256 hashes only. `etag` changes with every
  * change of the row. Rows go with their provider (cascade).
  */

@@ -8,39 +8,15 @@
  * index range with no sort (spelled out as `col > ? OR (col = ? AND uid > ?)`, SQLite
  * may fall back to a scan and a temporary sort). `offset` only serves `skip`.
  */
-import { and, asc, Column, count, desc, eq, getTableColumns, gt, inArray, is, isNull, lt, or, Param, Placeholder, type SQL, sql } from "drizzle-orm";
+import { Column, count, getTableColumns, getTableName, is, Name, Param, Placeholder, SQL, sql, StringChunk, Table } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { countCacheFor } from "./count-cache.js";
 import type { Db } from "./db.js";
-import { ancestorsOf } from "./uidp.js";
+import type { KeysetQuery } from "../lists.js";
 
-/** The hierarchy filter (chainguard.platform.common.UIDPFilter) in store terms. */
-export interface UidpFilter {
-  readonly ancestorsOf?: string;
-  readonly descendantsOf?: string;
-  readonly childrenOf?: string;
-  readonly inRoot?: boolean;
-  readonly ids?: readonly string[];
-}
+import { allOf, type Bind, inline, keysetClauses } from "../list-predicates.js";
 
-/** Where the next page starts and how long it is. */
-export interface KeysetQuery<K extends string> {
-  readonly order: K;
-  readonly desc: boolean;
-  /** The last row of the previous page, or undefined for the first page. */
-  readonly after?: { readonly value: string | number; readonly uid: string };
-  /** Rows to skip after the cursor (the request's `skip`). */
-  readonly offset: number;
-  readonly limit: number;
-}
-
-/**
- * How a value enters a condition: inline (the default; drizzle binds it as a parameter of a
- * one-off statement) or as a named placeholder (`placeholders()`), so a statement prepared
- * once per query shape can be run again with new values.
- */
-export type Bind = (value: string | number) => unknown;
-const inline: Bind = (v) => v;
+export { allOf, type Bind, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
 
 /** A Bind that turns values into placeholders p0, p1, … and collects their values. */
 export function placeholders(): { readonly bind: Bind; readonly values: Record<string, string | number> } {
@@ -54,6 +30,41 @@ export function placeholders(): { readonly bind: Bind; readonly values: Record<s
       return sql.placeholder(name);
     },
   };
+}
+
+/**
+ * The statement-cache key of a built condition: a walk over the same SQL tree the statement
+ * is rendered from, writing what the rendered text depends on (SQL text, column and table
+ * names, where each placeholder stands) and the values drizzle would bake into the statement
+ * (any value that is not a placeholder). Two conditions with the same key render the same
+ * SQL with the same fixed values, so a cached statement can never run with the wrong SQL:
+ * the key comes from the query itself, not from a description kept beside it by hand.
+ * Cheaper than rendering (no escaping, no parameter list), and it refuses a node it does not
+ * know rather than guess.
+ */
+export function sqlShape(node: unknown): string {
+  if (node instanceof StringChunk) return node.value.join("");
+  if (node === undefined) return ""; // drizzle renders a missing chunk as nothing
+  if (node instanceof SQL) {
+    let out = "";
+    for (const c of node.queryChunks) out += sqlShape(c);
+    return out;
+  }
+  if (node instanceof Placeholder) return "?";
+  if (node instanceof Param) return node.value instanceof Placeholder ? "?" : `=${JSON.stringify(node.value)};`;
+  if (node instanceof Column) return `"${getTableName(node.table)}"."${node.name}"`;
+  if (node instanceof Table) return `"${getTableName(node)}"`;
+  if (node instanceof Name) return `"${node.value}"`;
+  if (Array.isArray(node)) {
+    let out = "(";
+    for (let i = 0; i < node.length; i++) out += (i > 0 ? "," : "") + sqlShape(node[i]);
+    return `${out})`;
+  }
+  // A value drizzle binds as a fixed parameter of the statement.
+  if (node === null || typeof node === "string" || typeof node === "number" || typeof node === "boolean") return `=${JSON.stringify(node)};`;
+  // A subquery (a select builder), rendered in parentheses.
+  if (typeof (node as { getSQL?: unknown } | undefined)?.getSQL === "function") return `(${sqlShape((node as { getSQL(): SQL }).getSQL())})`;
+  throw new Error(`sqlShape: a SQL node it does not know (${Object.prototype.toString.call(node)}); teach it before caching such a statement`);
 }
 
 /**
@@ -78,10 +89,9 @@ export function statementCache<S>(max = 256): (key: string, prepare: () => S) =>
 /**
  * A repository's List and count over `table`, run through statements prepared once per query
  * shape. The repository supplies its filter as a function of a Bind (so every value becomes a
- * placeholder) and a `shape` string that names the SQL text that filter produces for the
- * given filter (which conditions are present, how many values each list has) — two filters
- * with the same shape must differ only in values. Counts also go through the connection's
- * count cache (count-cache.ts), keyed by shape and values.
+ * placeholder); the statement's cache key is read off the built WHERE and ORDER BY
+ * (`sqlShape`), so it cannot disagree with the SQL it names. Counts also go through the
+ * connection's count cache (count-cache.ts), keyed by that shape and the values.
  */
 export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, name: string) {
   const listStmts = statementCache<RowsStatement>();
@@ -92,18 +102,22 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
   const counts = countCacheFor(db);
   return {
     /** One keyset page (see keysetClauses); rows as drizzle maps them for `table`. */
-    page(shape: string, where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>): unknown[] {
+    page(where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>): unknown[] {
+      if (fresh) {
+        const ks = keysetClauses(col, uid, page, col === uid);
+        const q = db.select(columns).from(table).where(allOf([where(inline), ks.where])).orderBy(...ks.orderBy);
+        return q.limit(page.limit).offset(page.offset).all();
+      }
       const p = placeholders();
-      const filterSql = where(p.bind);
       const ks = keysetClauses(col, uid, page, col === uid, p.bind);
-      const key = `${shape}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
-      const stmt = listStmts(key, () =>
+      const pageWhere = allOf([where(p.bind), ks.where]);
+      const stmt = listStmts(pageKey(pageWhere, ks.orderBy), () =>
         rowsStatement(
           db,
           db
             .select(columns)
             .from(table)
-            .where(allOf([filterSql, ks.where]))
+            .where(pageWhere)
             .orderBy(...ks.orderBy)
             .limit(sql.placeholder("limit"))
             .offset(sql.placeholder("offset"))
@@ -115,22 +129,23 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
     /**
      * One keyset page of a joined read whose rows drizzle maps (nested objects): `select`
      * gives the select with its joins, finished here with the page's WHERE, ORDER BY, LIMIT
-     * and OFFSET and prepared once per shape like `page`.
+     * and OFFSET and prepared once per shape like `page`. The key does not name the select:
+     * each repository's cache serves one joined read, always the same `select`.
      */
-    joinedPage(
-      shape: string,
-      where: (bind: Bind) => SQL | undefined,
-      col: SQLiteColumn,
-      page: KeysetQuery<string>,
-      select: () => JoinedSelect,
-    ): unknown[] {
+    joinedPage(where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>, select: () => JoinedSelect): unknown[] {
+      if (fresh) {
+        const ks = keysetClauses(col, uid, page, col === uid);
+        const q = select().where(allOf([where(inline), ks.where])).orderBy(...ks.orderBy) as unknown as {
+          limit(n: number): { offset(n: number): { all(): unknown[] } };
+        };
+        return q.limit(page.limit).offset(page.offset).all();
+      }
       const p = placeholders();
-      const filterSql = where(p.bind);
       const ks = keysetClauses(col, uid, page, col === uid, p.bind);
-      const key = `${shape}|${page.order}|${page.desc ? "desc" : "asc"}|${page.after ? "after" : ""}`;
-      const stmt = joinedStmts(key, () =>
+      const pageWhere = allOf([where(p.bind), ks.where]);
+      const stmt = joinedStmts(pageKey(pageWhere, ks.orderBy), () =>
         select()
-          .where(allOf([filterSql, ks.where]))
+          .where(pageWhere)
           .orderBy(...ks.orderBy)
           .limit(sql.placeholder("limit"))
           .offset(sql.placeholder("offset"))
@@ -139,14 +154,39 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
       return stmt.all({ ...p.values, limit: page.limit, offset: page.offset });
     },
     /** count(*) of the rows the filter matches, remembered until the database changes. */
-    count(shape: string, where: (bind: Bind) => SQL | undefined): number {
+    count(where: (bind: Bind) => SQL | undefined): number {
+      if (fresh) return db.select({ n: count() }).from(table).where(where(inline)).get()?.n ?? 0;
       const p = placeholders();
       const filterSql = where(p.bind);
+      const shape = filterSql === undefined ? "" : sqlShape(filterSql);
       const stmt = countStmts(shape, () => db.select({ n: count() }).from(table).where(filterSql).prepare());
       // The shape fixes the SQL text and the values complete it: together they name the query.
       return counts.count(`${name}|${shape}|${JSON.stringify(p.values)}`, () => stmt.get(p.values)?.n ?? 0);
     },
   };
+}
+
+/** Set while `withFreshStatements` runs (tests). */
+let fresh = false;
+
+/**
+ * Tests only: runs `call` with every List and count built anew by drizzle with inline values
+ * and run unprepared, bypassing the statement and count caches, so a test can hold the
+ * cached path to the rows a freshly built statement returns. `call` must reach the store
+ * synchronously (repository methods do: their queries run before their first await).
+ */
+export function withFreshStatements<T>(call: () => T): T {
+  fresh = true;
+  try {
+    return call();
+  } finally {
+    fresh = false;
+  }
+}
+
+/** The cache key of one page's statement: its WHERE (values as placeholders) and ORDER BY. */
+function pageKey(where: SQL | undefined, orderBy: readonly SQL[]): string {
+  return `${where === undefined ? "" : sqlShape(where)}|${sqlShape(orderBy)}`;
 }
 
 /** What joinedPage needs of a drizzle select with joins (the builder's own methods). */
@@ -190,9 +230,30 @@ function rowsStatement(db: Db, query: { readonly sql: string; readonly params: r
     return out;
   };
   return {
-    rows: (values) => stmt.all(...args(values)) as unknown[][],
+    rows(values) {
+      const a = args(values);
+      observer?.(query.sql, a);
+      return stmt.all(...a) as unknown[][];
+    },
     first: (values) => stmt.get(...args(values)) as unknown[] | undefined,
   };
+}
+
+/** Set while `observeListStatements` runs (tests). */
+let observer: ((sql: string, args: readonly unknown[]) => void) | undefined;
+
+/**
+ * Tests only: runs `call` and hands `onRun` the SQL text and arguments of every List page
+ * statement it runs, exactly as prepared and bound on the connection, so a test can EXPLAIN
+ * what production runs. `call` must reach the store synchronously, as in withFreshStatements.
+ */
+export function observeListStatements<T>(onRun: (sql: string, args: readonly unknown[]) => void, call: () => T): T {
+  observer = onRun;
+  try {
+    return call();
+  } finally {
+    observer = undefined;
+  }
 }
 
 /**
@@ -238,82 +299,6 @@ export function rowMapper(columns: Record<string, Column>): (row: unknown[]) => 
     }
     return out;
   };
-}
-
-/** The part of a statement-cache key that a UIDP filter fixes (see uidpConditions). */
-export function uidpShape(f: UidpFilter): string {
-  return `${f.descendantsOf ? "d" : ""}${f.childrenOf ? "c" : ""}${f.ancestorsOf ? `a${ancestorsOf(f.ancestorsOf).length}` : ""}${f.inRoot ? "r" : ""}${f.ids && f.ids.length > 0 ? `i${f.ids.length}` : ""}`;
-}
-
-/** The part of a statement-cache key that withinConditions' scopes fix. */
-export function withinShape(within: readonly string[] | undefined): string {
-  return within === undefined ? "all" : `w${within.length}`;
-}
-
-/** SQL conditions for a UIDP filter over a table's uid and parent-uid columns. */
-export function uidpConditions(uid: SQLiteColumn, parentUid: SQLiteColumn, f: UidpFilter, bind: Bind = inline): SQL[] {
-  const out: SQL[] = [];
-  if (f.descendantsOf) {
-    // Key range: every uid that starts with "<p>/". '/' is 0x2F and '0' is 0x30.
-    out.push(gt(uid, bind(`${f.descendantsOf}/`)), lt(uid, bind(`${f.descendantsOf}0`)));
-  }
-  if (f.childrenOf) out.push(eq(parentUid, bind(f.childrenOf)));
-  if (f.ancestorsOf) out.push(inArray(uid, ancestorsOf(f.ancestorsOf).map(bind)));
-  if (f.inRoot) out.push(isNull(parentUid));
-  if (f.ids && f.ids.length > 0) out.push(inArray(uid, f.ids.map(bind)));
-  return out;
-}
-
-/**
- * Authorization's restriction on a List: only rows whose uid is one of `within` or descends
- * from one. `undefined` means unrestricted; an empty list matches nothing. Each scope is an
- * equality plus one key range on the uid index, the same shape as `descendantsOf`.
- */
-export function withinConditions(uid: SQLiteColumn, within: readonly string[] | undefined, bind: Bind = inline): SQL | undefined {
-  if (within === undefined) return undefined;
-  if (within.length === 0) return sql`0`;
-  return or(...within.map((s) => or(eq(uid, bind(s)), and(gt(uid, bind(`${s}/`)), lt(uid, bind(`${s}0`))))));
-}
-
-/** WHERE part that starts after the cursor, and the ORDER BY for (col, uid). */
-export function keysetClauses(
-  col: SQLiteColumn,
-  uid: SQLiteColumn,
-  q: { readonly desc: boolean; readonly after?: { readonly value: string | number; readonly uid: string } },
-  sameColumn: boolean,
-  bind: Bind = inline,
-): { where: SQL | undefined; orderBy: SQL[] } {
-  const dir = q.desc ? desc : asc;
-  if (sameColumn) {
-    const where = q.after ? (q.desc ? lt(uid, bind(q.after.uid)) : gt(uid, bind(q.after.uid))) : undefined;
-    return { where, orderBy: [dir(uid)] };
-  }
-  const where = q.after
-    ? q.desc
-      ? sql`(${col}, ${uid}) < (${bind(q.after.value)}, ${bind(q.after.uid)})`
-      : sql`(${col}, ${uid}) > (${bind(q.after.value)}, ${bind(q.after.uid)})`
-    : undefined;
-  return { where, orderBy: [dir(col), dir(uid)] };
-}
-
-/** AND of the given conditions, ignoring undefined ones. */
-export function allOf(conditions: readonly (SQL | undefined)[]): SQL | undefined {
-  const present = conditions.filter((c): c is SQL => c !== undefined);
-  return present.length === 0 ? undefined : and(...present);
-}
-
-/**
- * The WHERE/ORDER BY/LIMIT/OFFSET of one keyset page over `filter`, ordered by `col` then `uid`
- * (`col === uid` for the uid order). Repositories spread it into their select.
- */
-export function keysetPage<K extends string>(
-  filter: SQL | undefined,
-  col: SQLiteColumn,
-  uid: SQLiteColumn,
-  page: KeysetQuery<K>,
-): { where: SQL | undefined; orderBy: SQL[]; limit: number; offset: number } {
-  const ks = keysetClauses(col, uid, page, col === uid);
-  return { where: allOf([filter, ks.where]), orderBy: ks.orderBy, limit: page.limit, offset: page.offset };
 }
 
 /** JSON text of a string list column → the list (a damaged value reads as empty). */

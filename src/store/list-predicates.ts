@@ -1,0 +1,70 @@
+/**
+ * The conditions of a List that read the same on every SQL engine: the hierarchy filter, the
+ * authorization scope and the keyset cursor, built with drizzle's dialect-neutral operators
+ * over any engine's columns. Each engine renders them in its own dialect; both compare text
+ * bytewise (SQLite by default, PostgreSQL through COLLATE "C" on every text column), which the
+ * key ranges below rely on.
+ */
+import { and, asc, type Column, desc, eq, gt, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import { ancestorsOf } from "./uidp.js";
+import type { UidpFilter } from "./lists.js";
+
+/**
+ * How a value enters a condition: inline (the default; drizzle binds it as a parameter of a
+ * one-off statement) or as a named placeholder (`placeholders()`), so a statement prepared
+ * once per query shape can be run again with new values.
+ */
+export type Bind = (value: string | number) => unknown;
+export const inline: Bind = (v) => v;
+
+/** SQL conditions for a UIDP filter over a table's uid and parent-uid columns. */
+export function uidpConditions(uid: Column, parentUid: Column, f: UidpFilter, bind: Bind = inline): SQL[] {
+  const out: SQL[] = [];
+  if (f.descendantsOf) {
+    // Key range: every uid that starts with "<p>/". '/' is 0x2F and '0' is 0x30.
+    out.push(gt(uid, bind(`${f.descendantsOf}/`)), lt(uid, bind(`${f.descendantsOf}0`)));
+  }
+  if (f.childrenOf) out.push(eq(parentUid, bind(f.childrenOf)));
+  if (f.ancestorsOf) out.push(inArray(uid, ancestorsOf(f.ancestorsOf).map(bind)));
+  if (f.inRoot) out.push(isNull(parentUid));
+  if (f.ids && f.ids.length > 0) out.push(inArray(uid, f.ids.map(bind)));
+  return out;
+}
+
+/**
+ * Authorization's restriction on a List: only rows whose uid is one of `within` or descends
+ * from one. `undefined` means unrestricted; an empty list matches nothing. Each scope is an
+ * equality plus one key range on the uid index, the same shape as `descendantsOf`.
+ */
+export function withinConditions(uid: Column, within: readonly string[] | undefined, bind: Bind = inline): SQL | undefined {
+  if (within === undefined) return undefined;
+  if (within.length === 0) return sql`false`;
+  return or(...within.map((s) => or(eq(uid, bind(s)), and(gt(uid, bind(`${s}/`)), lt(uid, bind(`${s}0`))))));
+}
+
+/** WHERE part that starts after the cursor, and the ORDER BY for (col, uid). */
+export function keysetClauses(
+  col: Column,
+  uid: Column,
+  q: { readonly desc: boolean; readonly after?: { readonly value: string | number; readonly uid: string } },
+  sameColumn: boolean,
+  bind: Bind = inline,
+): { where: SQL | undefined; orderBy: SQL[] } {
+  const dir = q.desc ? desc : asc;
+  if (sameColumn) {
+    const where = q.after ? (q.desc ? lt(uid, bind(q.after.uid)) : gt(uid, bind(q.after.uid))) : undefined;
+    return { where, orderBy: [dir(uid)] };
+  }
+  const where = q.after
+    ? q.desc
+      ? sql`(${col}, ${uid}) < (${bind(q.after.value)}, ${bind(q.after.uid)})`
+      : sql`(${col}, ${uid}) > (${bind(q.after.value)}, ${bind(q.after.uid)})`
+    : undefined;
+  return { where, orderBy: [dir(col), dir(uid)] };
+}
+
+/** AND of the given conditions, ignoring undefined ones. */
+export function allOf(conditions: readonly (SQL | undefined)[]): SQL | undefined {
+  const present = conditions.filter((c): c is SQL => c !== undefined);
+  return present.length === 0 ? undefined : and(...present);
+}

@@ -1,0 +1,46 @@
+/**
+ * Repo deployments (v1 Deployment): the Helm charts a repo is deployed with, at most one
+ * deployment per repo, in `repo_deployments`. No proto types here.
+ */
+import { eq } from "drizzle-orm";
+import { alreadyExists, notFound } from "../../errors/api-error.js";
+import type { Db } from "./db.js";
+import { groupCommit } from "./group-commit.js";
+import { requireRepo } from "./repos.js";
+import { repoDeployments } from "./schema.js";
+import type { HelmChartRecord, RepoDeploymentsRepository } from "../repo-deployments.js";
+
+function parseCharts(json: string): HelmChartRecord[] {
+  const value = JSON.parse(json) as unknown;
+  return Array.isArray(value) ? (value as HelmChartRecord[]) : [];
+}
+
+export function createRepoDeploymentsRepository(db: Db): RepoDeploymentsRepository {
+  const find = (tx: Db, repoUid: string) => tx.select().from(repoDeployments).where(eq(repoDeployments.repoUid, repoUid)).get();
+  return {
+    async get(repoUid) {
+      requireRepo(db, repoUid);
+      const row = find(db, repoUid);
+      if (!row) throw notFound("deployment", repoUid);
+      return { repoUid, charts: parseCharts(row.charts) };
+    },
+
+    async create(repoUid, charts, now) {
+      return groupCommit(db, (tx) => {
+        requireRepo(tx, repoUid);
+        if (find(tx, repoUid)) throw alreadyExists("deployment", repoUid, "the repo already has a deployment; replace it with UpdateDeployment");
+        tx.insert(repoDeployments).values({ repoUid, charts: JSON.stringify(charts), createTime: now, updateTime: now }).run();
+        return { repoUid, charts };
+      });
+    },
+
+    async replace(repoUid, charts, now) {
+      return groupCommit(db, (tx) => {
+        requireRepo(tx, repoUid);
+        if (!find(tx, repoUid)) throw notFound("deployment", repoUid);
+        tx.update(repoDeployments).set({ charts: JSON.stringify(charts), updateTime: now }).where(eq(repoDeployments.repoUid, repoUid)).run();
+        return { repoUid, charts };
+      });
+    },
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * The storage engines every repository test runs on: each entry opens a fresh, empty store
+ * (migrated; the built-in roles present) through the StoreEngine interface, never through an
+ * engine's own connection. A repository test is `describe.each(ENGINES)(...)`, so an engine
+ * added here (PostgreSQL) must pass the same suite, the way drizzle runs one suite per driver.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { StoreEngine } from "../../src/store/engine.js";
+import { openStore } from "../../src/store/open.js";
+
+/** One engine under test, named in the test titles. */
+export interface EngineUnderTest {
+  readonly name: string;
+  /** A fresh, empty store at time `now` (ms); `close` removes everything it made. */
+  open(now: number): Promise<OpenedEngine>;
+}
+
+export interface OpenedEngine {
+  readonly engine: StoreEngine;
+  close(): Promise<void>;
+}
+
+const sqlite: EngineUnderTest = {
+  name: "sqlite",
+  async open(now) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-engine-"));
+    const engine = openStore({ dataDir: dir, access: "serve" });
+    await engine.ensureBuiltInRoles(now);
+    return {
+      engine,
+      async close() {
+        engine.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+export const ENGINES: readonly EngineUnderTest[] = [sqlite];
