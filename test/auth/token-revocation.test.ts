@@ -263,7 +263,7 @@ describe("trellis tokens revoke (subprocess)", () => {
 
 describe("a revocation by another connection is seen at the next call", () => {
   // The server asks SQLite whether another connection committed at most once per turn of
-  // the event loop (src/store/shared-values.ts): a call right after such a commit must
+  // the event loop (src/store/sqlite/shared-values.ts): a call right after such a commit must
   // still see it. Each round: a call that succeeds (the token cached, the change check just
   // read), the commit by another connection, then the very next call, which must fail.
   for (const door of callDoors) {

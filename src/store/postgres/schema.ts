@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL schema: src/store/schema.ts (the SQLite one) table for table, column for
+ * The PostgreSQL schema: src/store/sqlite/schema.ts (the SQLite one) table for table, column for
  * column, index for index, under the same names, so that one set of repository queries and
  * one row shape serve both engines, and `trellis db copy` moves rows across verbatim.
  * Its migrations are generated into src/store/postgres/migrations by
