@@ -13,7 +13,7 @@
 import { describePageKeys, PAGE_KEYS_NAME, rotatePageKey, type PageKeyInfo } from "../pagination/page-keys.js";
 import type { StoreEngine } from "../store/engine.js";
 import { openStore, storeExists, storeLocation, TOOL_LOCK_WAIT_MS } from "../store/open.js";
-import { storageFailureOf } from "../store/storage-error.js";
+import { storageFailureOf } from "../errors/storage-error.js";
 import type { Revocation } from "../store/token-revocations.js";
 import { loadSigningKeys, rotateSigningKey, SIGNING_KEYS_NAME } from "./signing-keys.js";
 import { REVOCATION_RETENTION_MS } from "./token-lifetime.js";

@@ -15,7 +15,7 @@ import {
   PreconditionFailureSchema,
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
-import { storageFailureOf } from "../store/storage-error.js";
+import { storageFailureOf } from "./storage-error.js";
 import { ApiError, CODE_NAMES, internal, unavailable } from "./api-error.js";
 import type { Reason } from "./reasons.js";
 

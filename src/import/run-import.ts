@@ -23,7 +23,7 @@ import cliProgress from "cli-progress";
 import type { ImportTransaction, StoreEngine } from "../store/engine.js";
 import { openStore, storeExists, storeLocation, TOOL_LOCK_WAIT_MS } from "../store/open.js";
 import type { UpsertOutcome } from "../store/repos.js";
-import { StorageError, storageFailureOf } from "../store/storage-error.js";
+import { StorageError, storageFailureOf } from "../errors/storage-error.js";
 import { applyRecord } from "./apply-record.js";
 import { listInputFiles, type RawRecord, readRecords, totalBytes } from "./read-records.js";
 

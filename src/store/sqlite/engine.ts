@@ -34,7 +34,7 @@ import { createRolesRepository, ensureBuiltInRoles } from "./roles.js";
 import { createScimCredentialsRepository } from "./scim-credentials.js";
 import * as schema from "./schema.js";
 import { createServerValues } from "./server-keys.js";
-import { StorageError } from "../storage-error.js";
+import { StorageError } from "../../errors/storage-error.js";
 import { createTagsRepository, findTagUid, upsertTagInTx } from "./tags.js";
 import { createTokenRevocationsRepository } from "./token-revocations.js";
 import { sqliteFailureKind } from "./errors.js";

@@ -1,9 +1,10 @@
 /**
- * SQLite's error codes as storage-failure kinds (src/store/storage-error.ts). better-sqlite3
+ * SQLite's error codes as storage-failure kinds (src/errors/storage-error.ts), registered
+ * there as this module loads (every SQLite module that can raise one imports it). better-sqlite3
  * puts the extended code on `err.code` (`SQLITE_BUSY_SNAPSHOT`, `SQLITE_IOERR_WRITE`, …), so
  * families are matched by prefix.
  */
-import type { StorageFailureKind } from "../storage-error.js";
+import { registerStorageFailureClassifier, type StorageFailureKind } from "../../errors/storage-error.js";
 
 export function sqliteFailureKind(err: unknown): StorageFailureKind | undefined {
   const code = (err as { code?: unknown } | null)?.code;
@@ -16,3 +17,5 @@ export function sqliteFailureKind(err: unknown): StorageFailureKind | undefined 
   if (code === "SQLITE_CONSTRAINT_FOREIGNKEY") return "foreign-key";
   return undefined;
 }
+
+registerStorageFailureClassifier(sqliteFailureKind);

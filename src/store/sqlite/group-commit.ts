@@ -38,7 +38,7 @@
  * `fn` must be synchronous (like writeTransaction's) and must not start its own transaction.
  * Start-up writes that need the result synchronously keep using `writeTransaction` (db.ts).
  */
-import { isUnwritableFailure } from "../storage-error.js";
+import { isUnwritableFailure } from "../../errors/storage-error.js";
 import { BUSY_TIMEOUT_MS, type Db } from "./db.js";
 import { sqliteFailureKind } from "./errors.js";
 

@@ -1,10 +1,10 @@
 /**
  * Storage failures in engine-neutral terms. Each engine knows its own error codes (SQLite's
- * `SQLITE_*`, src/store/sqlite/errors.ts); everything outside src/store/ asks `storageFailureOf`
- * what kind of failure an error is, and the error module maps the kind to a code once
- * (src/errors/to-connect-error.ts).
+ * `SQLITE_*`, src/store/sqlite/errors.ts) and registers a classifier for them here when it is
+ * loaded; everything else asks `storageFailureOf` what kind of failure an error is, and
+ * to-connect-error.ts maps the kind to a code once. It lives with the errors, below the
+ * store, so the error module never imports an engine.
  */
-import { sqliteFailureKind } from "./sqlite/errors.js";
 
 /**
  * - busy: another writer held the lock past the bound (retry later);
@@ -28,10 +28,24 @@ export class StorageError extends Error {
   }
 }
 
+/** Tells the kind of an engine's own driver error, or undefined when it is not one of its. */
+export type StorageFailureClassifier = (err: unknown) => StorageFailureKind | undefined;
+
+const classifiers: StorageFailureClassifier[] = [];
+
+/** Called once by each engine's error module as it loads. */
+export function registerStorageFailureClassifier(classify: StorageFailureClassifier): void {
+  if (!classifiers.includes(classify)) classifiers.push(classify);
+}
+
 /** The kind of storage failure `err` is, or undefined when it is not one. */
 export function storageFailureOf(err: unknown): StorageFailureKind | undefined {
   if (err instanceof StorageError) return err.kind;
-  return sqliteFailureKind(err);
+  for (const classify of classifiers) {
+    const kind = classify(err);
+    if (kind !== undefined) return kind;
+  }
+  return undefined;
 }
 
 /** Failures that say the database cannot be written now, whatever the request. */
