@@ -58,5 +58,3 @@ export const SPECIFIC_REASONS = [
 
 export type CodeReason = (typeof CODE_REASONS)[number];
 export type Reason = CodeReason | (typeof SPECIFIC_REASONS)[number];
-
-export const ALL_REASONS: readonly Reason[] = [...CODE_REASONS, ...SPECIFIC_REASONS];

@@ -540,21 +540,3 @@ export const scimCredentials = pgTable(
   },
   (t) => [index("scim_credentials_token_idx").on(t.tokenHash), index("scim_credentials_previous_token_idx").on(t.previousTokenHash)],
 );
-
-export type GroupRow = typeof groups.$inferSelect;
-export type IdentityRow = typeof identities.$inferSelect;
-export type RoleRow = typeof roles.$inferSelect;
-export type RoleBindingRow = typeof roleBindings.$inferSelect;
-export type IdentityProviderRow = typeof identityProviders.$inferSelect;
-export type AccountAssociationRow = typeof accountAssociations.$inferSelect;
-export type GroupInviteRow = typeof groupInvites.$inferSelect;
-export type RepoRow = typeof repos.$inferSelect;
-export type TagRow = typeof tags.$inferSelect;
-export type TagHistoryRow = typeof tagHistory.$inferSelect;
-export type RepoDeploymentRow = typeof repoDeployments.$inferSelect;
-export type RegistrySettingsRow = typeof registrySettings.$inferSelect;
-export type EolTagRow = typeof eolTags.$inferSelect;
-export type AdvisoryRow = typeof advisories.$inferSelect;
-export type AdvisoryEventRow = typeof advisoryEvents.$inferSelect;
-export type RefreshTokenRow = typeof refreshTokens.$inferSelect;
-export type ScimCredentialRow = typeof scimCredentials.$inferSelect;

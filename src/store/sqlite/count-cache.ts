@@ -30,12 +30,6 @@ export interface CountCache {
 /** At most this many distinct queries are remembered; the map is dropped whole beyond it. */
 const MAX_ENTRIES = 1024;
 
-/** A drizzle `select({ n: count() })…` query, not yet run. */
-export interface CountQuery {
-  toSQL(): { sql: string; params: unknown[] };
-  get(): { n: number } | undefined;
-}
-
 const perDatabase = new WeakMap<Db, CountCache>();
 
 /** The one cache of a database connection, shared by every repository on it. */
@@ -46,16 +40,6 @@ export function countCacheFor(db: Db): CountCache {
     perDatabase.set(db, cache);
   }
   return cache;
-}
-
-/**
- * Runs a count query through the connection's cache, keyed by its SQL text and values (so
- * two callers with different filters or visibility scopes never share an entry).
- */
-export function cachedCount(db: Db, query: CountQuery): number {
-  const { sql, params } = query.toSQL();
-  const key = `${sql}\n${JSON.stringify(params, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v))}`;
-  return countCacheFor(db).count(key, () => query.get()?.n ?? 0);
 }
 
 export function createCountCache(db: Db, maxEntries = MAX_ENTRIES): CountCache {

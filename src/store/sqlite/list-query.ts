@@ -16,7 +16,7 @@ import type { KeysetQuery } from "../lists.js";
 
 import { allOf, type Bind, inline, keysetClauses } from "../list-predicates.js";
 
-export { allOf, type Bind, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+export { allOf, type Bind, uidpConditions, withinConditions } from "../list-predicates.js";
 
 /** A Bind that turns values into placeholders p0, p1, … and collects their values. */
 export function placeholders(): { readonly bind: Bind; readonly values: Record<string, string | number> } {

@@ -14,28 +14,6 @@ export function readServerValue(db: Db, name: string): Buffer | undefined {
 }
 
 /**
- * Read-modify-write of the value under `name` in one BEGIN IMMEDIATE transaction (two
- * processes starting at once agree on one result). `update` gets the current value (or
- * undefined) and returns the value to store, or undefined to leave it as it is; `update`
- * must be synchronous. Returns the stored value.
- */
-export function updateServerValue(
-  db: Db,
-  name: string,
-  now: number,
-  update: (current: Buffer | undefined) => Buffer | undefined,
-): Buffer | undefined {
-  return writeTransaction(db, (tx) => {
-    const current = readServerValue(tx, name);
-    const next = update(current);
-    if (next === undefined) return current;
-    if (current === undefined) tx.insert(serverKeys).values({ name, value: next, createTime: now }).run();
-    else tx.update(serverKeys).set({ value: next }).where(eq(serverKeys.name, name)).run();
-    return next;
-  });
-}
-
-/**
  * The engine's ServerValues over `db`. `update` runs its change inside BEGIN IMMEDIATE
  * (writeTransaction): the start-up writes and the operator tools use it, never a request, so
  * SQLite's own busy wait is acceptable here.
