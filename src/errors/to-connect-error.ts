@@ -55,7 +55,7 @@ export function toConnectError(err: unknown, domain: string): ConvertedError {
 /**
  * Storage failures that are about the machine, not the request: another writer holding the
  * lock past the bound, a full disk, an I/O error, a read-only file (the kinds come from the
- * store, src/store/storage-error.ts, whatever the engine). The client may retry later, so
+ * store, src/errors/storage-error.ts, whatever the engine). The client may retry later, so
  * UNAVAILABLE (503) with a reason naming the condition; nothing was written (the transaction
  * rolled back). Other storage failures stay INTERNAL.
  */
