@@ -60,7 +60,9 @@ describe("openDatabase", () => {
 
   it("dies with its holder: a process killed with SIGKILL leaves nothing that blocks the next open", async () => {
     const dir = tempDir();
-    // A child process takes the lock the way the server does, says so, and is then killed.
+    // A child process takes the lock the way the server does (and keeps the handle, as the
+    // server does: a connection nobody references is closed by the garbage collector, which
+    // would release the lock), says so, and is then killed.
     const child = spawn(
       process.execPath,
       [
@@ -68,7 +70,7 @@ describe("openDatabase", () => {
         "tsx",
         "-e",
         `const { openDatabase } = await import(${JSON.stringify(path.resolve("src/store/sqlite/db.ts"))});
-         openDatabase(${JSON.stringify(dir)}); process.stdout.write("locked\\n"); setInterval(() => {}, 60000);`,
+         globalThis.held = openDatabase(${JSON.stringify(dir)}); process.stdout.write("locked\\n"); setInterval(() => {}, 60000);`,
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
