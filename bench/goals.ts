@@ -76,7 +76,10 @@ function endToEndAuth(g: GoalCheck, withHooks?: { min: number; max: number }, wi
 export function goalsText(goals: readonly GoalCheck[]): string {
   const lines = goals.map((g) => {
     const mark = g.holds === undefined ? (g.measured === undefined ? "  n/a " : "  ~   ") : g.holds ? "  met " : "  MISS";
-    const value = g.measured === undefined ? "not measured" : `${g.measured.toLocaleString("en-US", { maximumFractionDigits: g.unit === "×" ? 2 : 0 })}${g.unit === "×" ? "×" : ` ${g.unit}`}`;
+    const value =
+      g.measured === undefined
+        ? "not measured"
+        : `${g.measured.toLocaleString("en-US", { maximumFractionDigits: g.unit === "×" ? 2 : 0 })}${g.unit === "×" ? "×" : ` ${g.unit}`}`;
     return `${mark}  ${g.goal}: ${value}${g.note ? ` (${g.note})` : ""}`;
   });
   return ["issue 8 targets (informational, never fails the run):", ...lines].join("\n");

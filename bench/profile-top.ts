@@ -78,5 +78,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
     process.stderr.write("usage: tsx bench/profile-top.ts FILE.cpuprofile [N] [--total]\n");
     process.exit(2);
   }
-  for (const f of topSelfFrames(file, Number(n ?? 20), inclusive)) process.stdout.write(`${f.pct.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}\n`);
+  for (const f of topSelfFrames(file, Number(n ?? 20), inclusive))
+    process.stdout.write(`${f.pct.toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}\n`);
 }

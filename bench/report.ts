@@ -111,7 +111,11 @@ export function table(results: readonly ScenarioResult[]): string {
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 || i === 1 || i === 10 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  ").trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === 0 || i === 1 || i === 10 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
+      .join("  ")
+      .trimEnd();
   const notes = results.filter((r) => r.status !== "ok" && r.note).map((r) => `${r.status === "skipped" ? "SKIP" : "FAIL"} ${r.title}: ${r.note}`);
   return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line), ...(notes.length ? ["", ...notes] : [])].join("\n");
 }

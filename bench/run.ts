@@ -130,8 +130,13 @@ async function main(): Promise<number> {
     warmup: WARMUP,
   };
   say(`trellis bench (${env.mode}): node ${env.node}, ${cores} cores (${env.cpu}), ${env.pinned}`);
-  say(`  wrk ${env.wrk ?? "MISSING"}, h2load ${env.h2load ?? "MISSING"}; ${Object.entries(env.libraries).map(([k, v]) => `${k} ${v}`).join(", ")}; SQLite ${env.sqlite}`);
-  if (missing.length > 0) say(`  missing: ${missing.join(", ")}${quick || forceNode ? " — using the Node loader (numbers are client-bound)" : " — those scenarios are skipped"}`);
+  say(
+    `  wrk ${env.wrk ?? "MISSING"}, h2load ${env.h2load ?? "MISSING"}; ${Object.entries(env.libraries)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}; SQLite ${env.sqlite}`,
+  );
+  if (missing.length > 0)
+    say(`  missing: ${missing.join(", ")}${quick || forceNode ? " — using the Node loader (numbers are client-bound)" : " — those scenarios are skipped"}`);
 
   // 2. The targets run the compiled build, as `npm start` does (bench/targets/spawn.ts).
   const compile = spawnSync("npm", ["run", "--silent", "compile"], { cwd: ROOT, encoding: "utf8" });
@@ -148,9 +153,7 @@ async function main(): Promise<number> {
     const fixture = seed(dataDir, quick ? QUICK_SEED : FULL_SEED);
     const deepRows = fixture.size.deepRows;
     const depths = quick ? [0, 1000, deepRows - 100] : [0, 1000, 100_000];
-    say(
-      `seeded ${fixture.treeGroups} groups over 3 levels, ${fixture.size.identities} identities, ${deepRows} list rows in ${fixture.seconds.toFixed(1)} s`,
-    );
+    say(`seeded ${fixture.treeGroups} groups over 3 levels, ${fixture.size.identities} identities, ${deepRows} list rows in ${fixture.seconds.toFixed(1)} s`);
 
     // 4. Targets, pinned to the server core. The bare servers answer with a real GetGroup body.
     const start = async (kind: string, config: object) => {
@@ -164,7 +167,13 @@ async function main(): Promise<number> {
     const auth = mintToken(dataDir, Math.min(MAX_API_TOKEN_TTL_S, Math.max(3600, Math.ceil(40 * (WARMUP + RUNS * SECONDS) + 600))));
     if ("skip" in auth) say(`  no token: ${auth.skip}`);
     const authHeader: Record<string, string> = "token" in auth ? { authorization: `Bearer ${auth.token}` } : {};
-    const sample = await sendOnce(trellis.url, { proto: "h1", method: "GET", path: `/iam/v2beta1/groups/${fixture.getUid}`, headers: authHeader, success: "http" });
+    const sample = await sendOnce(trellis.url, {
+      proto: "h1",
+      method: "GET",
+      path: `/iam/v2beta1/groups/${fixture.getUid}`,
+      headers: authHeader,
+      success: "http",
+    });
     if (sample.status !== 200) throw new Error(`GetGroup sample failed: ${sample.status} ${sample.body.toString()}`);
     const bodyFile = path.join(work, "getgroup.json");
     fs.writeFileSync(bodyFile, sample.body);
@@ -177,7 +186,12 @@ async function main(): Promise<number> {
     const byKind: Record<TargetKind, Target> = { trellis, peer, "peer-noauth": peerNoAuth, "bare-h1": bareH1, "bare-h2": bareH2 };
 
     // 5. Page tokens for the depth scenarios: walk the chain (200 rows a page; the token does not bind page_size).
-    const depthTokens = await walkTokens(trellis.url, `uidp.children_of=${fixture.deepOrg}`, depths.filter((d) => d > 0), authHeader);
+    const depthTokens = await walkTokens(
+      trellis.url,
+      `uidp.children_of=${fixture.deepOrg}`,
+      depths.filter((d) => d > 0),
+      authHeader,
+    );
     const input: ScenarioInput = { ...fixture, depthTokens, depths, auth };
     const only = flags.only?.split(",").filter(Boolean);
     let scenarios = loadScenarios(input);
@@ -254,7 +268,7 @@ async function main(): Promise<number> {
             `  ${s.id.padEnd(22)} ${fig.rps.toFixed(0).padStart(7)} req/s  ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/req  p50 ${fig.p50Ms.toFixed(2)} ms  p99 ${fig.p99Ms.toFixed(2)} ms  err ${fig.errors}${errorDetail ? ` (${errorDetail})` : ""}`,
           );
         } catch (err) {
-          failures.set(s.id, err instanceof Error ? err.message.split("\n")[0] as string : String(err));
+          failures.set(s.id, err instanceof Error ? (err.message.split("\n")[0] as string) : String(err));
         }
       }
       for (const r of raws) {
@@ -311,7 +325,8 @@ async function main(): Promise<number> {
       const dir = path.join(path.dirname(flags.out as string), "profiles");
       fs.mkdirSync(dir, { recursive: true });
       const chosen = only ? runnable.filter((r) => only.includes(r.s.id) && (r.s.target === "trellis" || r.s.target === "peer")).map((r) => r.s.id) : [];
-      const ids = chosen.length > 0 ? chosen : ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create", "grpc-peer-get", "grpc-peer-get-noauth"];
+      const ids =
+        chosen.length > 0 ? chosen : ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create", "grpc-peer-get", "grpc-peer-get-noauth"];
       for (const id of ids) {
         const x = runnable.find((r) => r.s.id === id);
         if (!x) continue;

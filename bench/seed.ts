@@ -44,9 +44,7 @@ export function seed(dataDir: string, size: SeedSize): Fixture {
     const insertGroup = client.prepare(
       "INSERT INTO groups (uid, parent_uid, name, description, verified, kind, create_time, update_time) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
     );
-    const insertIdentity = client.prepare(
-      "INSERT INTO identities (uid, parent_uid, name, description, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?)",
-    );
+    const insertIdentity = client.prepare("INSERT INTO identities (uid, parent_uid, name, description, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?)");
     const base = Date.now() - 86_400_000;
     let t = base;
     const group = (parent: string | null, name: string, kind = 2) => {

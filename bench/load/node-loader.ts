@@ -79,9 +79,7 @@ function h2Request(session: http2.ClientHttp2Session, spec: RequestSpec, body: B
       trailers = t as Record<string, string>;
     });
     stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () =>
-      resolve({ status, headers, body: Buffer.concat(chunks), grpcStatus: trailers["grpc-status"] ?? headers["grpc-status"] }),
-    );
+    stream.on("end", () => resolve({ status, headers, body: Buffer.concat(chunks), grpcStatus: trailers["grpc-status"] ?? headers["grpc-status"] }));
     stream.on("error", reject);
     stream.end(body);
   });

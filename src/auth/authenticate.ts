@@ -46,10 +46,7 @@ export function credentialInQuery(url: string): string | undefined {
 
 /** UNAUTHENTICATED for a token offered in the URL. */
 export function tokenInUrlError(param: string) {
-  return tokenRejected(
-    "TOKEN_IN_URL",
-    `credentials are accepted only in the Authorization header, not in the URL query (parameter "${param}")`,
-  );
+  return tokenRejected("TOKEN_IN_URL", `credentials are accepted only in the Authorization header, not in the URL query (parameter "${param}")`);
 }
 
 /** Refuses a URL whose query carries a credential-looking parameter. @throws UNAUTHENTICATED. */
@@ -78,10 +75,7 @@ export const URL_CHECKED = createContextKey(false, { description: "the door refu
  * Runs on every request before any door, so it only walks `rawHeaders` (a plain array on both
  * HTTP versions) comparing name lengths first; nothing is allocated unless the header repeats.
  */
-export function foldRepeatedAuthorization(req: {
-  readonly rawHeaders: string[];
-  readonly headers: Record<string, string | string[] | undefined>;
-}): void {
+export function foldRepeatedAuthorization(req: { readonly rawHeaders: string[]; readonly headers: Record<string, string | string[] | undefined> }): void {
   const raw = req.rawHeaders;
   let first = -1;
   let values: string[] | undefined;
@@ -109,7 +103,7 @@ export function bearerToken(header: string | null, protocol: string): string {
   const m = BEARER.exec(header.trim());
   const token = m ? m[1] : protocol === "grpc" ? header.trim() : undefined;
   if (token === undefined || !JWT_SHAPE.test(token)) {
-    throw tokenRejected("TOKEN_INVALID", "the Authorization header must be \"Bearer <token>\" with one API token");
+    throw tokenRejected("TOKEN_INVALID", 'the Authorization header must be "Bearer <token>" with one API token');
   }
   return token;
 }

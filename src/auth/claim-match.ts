@@ -62,8 +62,7 @@ export function checkIssuerUrl(field: string, value: string): FieldViolation | u
   if (missing) return missing;
   const refused: FieldViolation = {
     field,
-    description:
-      "must be an absolute https URL without credentials, query or fragment (http only on a loopback host: localhost, 127.0.0.0/8, ::1)",
+    description: "must be an absolute https URL without credentials, query or fragment (http only on a loopback host: localhost, 127.0.0.0/8, ::1)",
   };
   if (!/^https?:\/\/[^\s\p{Cc}?#]+$/u.test(value) || !URL.canParse(value)) return refused;
   const url = new URL(value);

@@ -127,7 +127,11 @@ export function createIdpVerifier(now: () => number): IdpVerifier {
       return payload;
     } catch (err) {
       if (err instanceof ApiError) throw err;
-      if (err instanceof joseErrors.JWKSTimeout || (err instanceof joseErrors.JOSEError && err.code === "ERR_JOSE_GENERIC") || err instanceof TypeError && /fetch/i.test(err.message)) {
+      if (
+        err instanceof joseErrors.JWKSTimeout ||
+        (err instanceof joseErrors.JOSEError && err.code === "ERR_JOSE_GENERIC") ||
+        (err instanceof TypeError && /fetch/i.test(err.message))
+      ) {
         throw unavailable(`the identity provider ${issuer} could not be reached`, { cause: err, metadata: { issuer } });
       }
       if (err instanceof joseErrors.JWTExpired) throw tokenRejected("TOKEN_EXPIRED", "the identity provider token has expired");

@@ -72,10 +72,22 @@ function busyOr(err: unknown, dataDir: string): unknown {
 async function describeAll(store: StoreEngine, now: number): Promise<KeyInfo[]> {
   const status = (retireTime: number | undefined) => (retireTime === undefined ? "active" : retireTime > now ? "retiring" : "retired");
   const signing = ((await loadSigningKeys(store.serverValues))?.all ?? []).map(
-    (k): KeyInfo => ({ use: "token-signing", id: k.kid, createTime: k.createTime, status: status(k.retireTime), ...(k.retireTime === undefined ? {} : { retireTime: k.retireTime }) }),
+    (k): KeyInfo => ({
+      use: "token-signing",
+      id: k.kid,
+      createTime: k.createTime,
+      status: status(k.retireTime),
+      ...(k.retireTime === undefined ? {} : { retireTime: k.retireTime }),
+    }),
   );
   const page = ((await store.serverValues.read(PAGE_KEYS_NAME)) === undefined ? [] : await describePageKeys(store.serverValues)).map(
-    (k: PageKeyInfo): KeyInfo => ({ use: "page-token", id: k.id, createTime: k.createTime, status: status(k.retireTime), ...(k.retireTime === undefined ? {} : { retireTime: k.retireTime }) }),
+    (k: PageKeyInfo): KeyInfo => ({
+      use: "page-token",
+      id: k.id,
+      createTime: k.createTime,
+      status: status(k.retireTime),
+      ...(k.retireTime === undefined ? {} : { retireTime: k.retireTime }),
+    }),
   );
   return [...signing, ...page];
 }

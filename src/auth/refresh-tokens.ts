@@ -58,7 +58,7 @@ export function presentedRefreshToken(header: string | null, protocol: string): 
   const m = BEARER.exec(header.trim());
   const token = m ? m[1] : protocol === "grpc" ? header.trim() : undefined;
   if (token === undefined || !REFRESH_SHAPE.test(token)) {
-    throw tokenRejected("TOKEN_INVALID", "the Authorization header must be \"Bearer <refresh token>\"");
+    throw tokenRejected("TOKEN_INVALID", 'the Authorization header must be "Bearer <refresh token>"');
   }
   return token;
 }

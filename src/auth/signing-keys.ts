@@ -110,9 +110,7 @@ export function parseSigningKeySet(value: Buffer | undefined): SigningKeySet | u
 
 /** The stored keys, creating the first one if there is none (one transaction). */
 export async function loadOrCreateSigningKeys(values: ServerValues, now: number): Promise<SigningKeySet> {
-  const [stored] = await values.update([KEYS_NAME], now, ([current]) =>
-    parse(current).length > 0 ? undefined : [serialize([generate(now)])],
-  );
+  const [stored] = await values.update([KEYS_NAME], now, ([current]) => (parse(current).length > 0 ? undefined : [serialize([generate(now)])]));
   return toSet(parse(stored));
 }
 

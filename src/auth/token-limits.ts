@@ -62,7 +62,14 @@ export function capabilityName(capability: number): string {
  * send them), blanks dropped and duplicates removed, order kept.
  */
 export function listValues(raw: readonly string[]): string[] {
-  return [...new Set(raw.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== ""))];
+  return [
+    ...new Set(
+      raw
+        .flatMap((v) => v.split(","))
+        .map((v) => v.trim())
+        .filter((v) => v !== ""),
+    ),
+  ];
 }
 
 /**
@@ -87,9 +94,7 @@ export function intersectLimits(a: TokenLimits | undefined, b: TokenLimits | und
   if (!a) return b;
   if (!b) return a;
   const capabilities =
-    a.capabilities && b.capabilities
-      ? a.capabilities.filter((c) => (b.capabilities as readonly number[]).includes(c))
-      : (a.capabilities ?? b.capabilities);
+    a.capabilities && b.capabilities ? a.capabilities.filter((c) => (b.capabilities as readonly number[]).includes(c)) : (a.capabilities ?? b.capabilities);
   let scopes = a.scopes ?? b.scopes;
   if (a.scopes && b.scopes) {
     // The subtrees both allow: for each pair on one chain, the deeper of the two.

@@ -91,10 +91,7 @@ export const resolveRole = (ctx: CliContext, arg: string, group?: string): Promi
  * The role binding of `identity` to `role` (each a uid or name) in `group` (when given, else
  * anywhere the caller can see): exactly one, else a usage error listing the candidates.
  */
-export async function resolveRoleBinding(
-  ctx: CliContext,
-  by: { identity: string; role: string; group?: string },
-): Promise<string> {
+export async function resolveRoleBinding(ctx: CliContext, by: { identity: string; role: string; group?: string }): Promise<string> {
   const group = by.group === undefined ? undefined : await resolveGroup(ctx, by.group);
   // The identity may live in another group than the binding (an organization's identity
   // bound at a folder), so its name is looked up everywhere the caller can see.
@@ -117,5 +114,7 @@ function pickOne(kind: string, arg: string, found: Found, narrow: string): strin
   const candidates = items.map((r) => `  ${r.uid}  ${r.name}`).join("\n");
   const more = total !== undefined && total > BigInt(items.length) ? `\n  … ${total - BigInt(items.length)} more` : "";
   const hint = narrow ? ` (or narrow the search with ${narrow})` : "";
-  throw usageError(`several ${kind === "identity" ? "identities" : `${kind}s`} are named ${JSON.stringify(arg)}; pass one of these uids instead${hint}:\n${candidates}${more}`);
+  throw usageError(
+    `several ${kind === "identity" ? "identities" : `${kind}s`} are named ${JSON.stringify(arg)}; pass one of these uids instead${hint}:\n${candidates}${more}`,
+  );
 }

@@ -42,12 +42,7 @@ export function resolveFormat(flag: string | undefined, isTty: boolean): OutputF
 }
 
 /** Renders resources as `format`; `single` prints an object instead of a one-element list. */
-export function render<S extends DescMessage>(
-  view: ResourceView<S>,
-  items: readonly MessageShape<S>[],
-  format: OutputFormat,
-  single = false,
-): string {
+export function render<S extends DescMessage>(view: ResourceView<S>, items: readonly MessageShape<S>[], format: OutputFormat, single = false): string {
   switch (format) {
     case "id":
       return items.map((i) => `${view.id(i)}\n`).join("");
@@ -67,7 +62,12 @@ export function table<T>(columns: readonly Column<T>[], items: readonly T[]): st
   const rows = [columns.map((c) => c.header), ...items.map((i) => columns.map((c) => oneLine(c.cell(i))))];
   const widths = columns.map((_, k) => Math.max(...rows.map((r) => r[k]!.length)));
   return rows
-    .map((r) => r.map((cell, k) => (k === r.length - 1 ? cell : cell.padEnd(widths[k]!))).join("  ").trimEnd())
+    .map((r) =>
+      r
+        .map((cell, k) => (k === r.length - 1 ? cell : cell.padEnd(widths[k]!)))
+        .join("  ")
+        .trimEnd(),
+    )
     .join("\n")
     .concat("\n");
 }
@@ -76,7 +76,10 @@ export function table<T>(columns: readonly Column<T>[], items: readonly T[]): st
 function verticalTable<S extends DescMessage>(view: ResourceView<S>, item: MessageShape<S> | undefined): string {
   if (item === undefined) return "";
   const width = Math.max(...view.columns.map((c) => c.header.length)) + 1;
-  return view.columns.map((c) => `${`${c.header}:`.padEnd(width)} ${oneLine(c.cell(item))}`.trimEnd()).join("\n").concat("\n");
+  return view.columns
+    .map((c) => `${`${c.header}:`.padEnd(width)} ${oneLine(c.cell(item))}`.trimEnd())
+    .join("\n")
+    .concat("\n");
 }
 
 /** Cells stay on one line whatever a description holds. */

@@ -7,11 +7,7 @@
  * ignored (the message still says what went wrong).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  BadRequestSchema,
-  ErrorInfoSchema,
-  PreconditionFailureSchema,
-} from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { CliError, EXIT, type ExitCode } from "./exit-codes.js";
 
 /** Exit code for a gRPC status: 3 for the two auth codes, 1 for everything else. */

@@ -19,9 +19,7 @@ const registry = createRegistry(file_google_rpc_error_details, file_google_rpc_s
 /** Renders a ConnectError (with outgoing or incoming details) as google.rpc.Status JSON. */
 export function toStatusJson(err: ConnectError): JsonObject {
   const details: Any[] = err.details.map((d) =>
-    "desc" in d
-      ? anyPack(d.desc, create(d.desc, d.value))
-      : { $typeName: "google.protobuf.Any", typeUrl: `type.googleapis.com/${d.type}`, value: d.value },
+    "desc" in d ? anyPack(d.desc, create(d.desc, d.value)) : { $typeName: "google.protobuf.Any", typeUrl: `type.googleapis.com/${d.type}`, value: d.value },
   );
   const status = create(StatusSchema, { code: err.code, message: err.rawMessage, details });
   const json = toJson(StatusSchema, status, { registry }) as JsonObject;

@@ -9,12 +9,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  BadRequestSchema,
-  ErrorInfoSchema,
-  PreconditionFailureSchema,
-  ResourceInfoSchema,
-} from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { storageFailureOf } from "./storage-error.js";
 import { ApiError, CODE_NAMES, internal, unavailable } from "./api-error.js";
 import type { Reason } from "./reasons.js";

@@ -43,12 +43,7 @@ function wildcardFields(rules: MaskRules): readonly string[] {
  * Returns the proto names (snake_case) of the fields to change, in `rules.mutable` order.
  * @throws ApiError INVALID_ARGUMENT on `update_mask`.
  */
-export function resolveUpdatePaths(
-  schema: DescMessage,
-  resource: Message,
-  mask: FieldMask | undefined,
-  rules: MaskRules,
-): string[] {
+export function resolveUpdatePaths(schema: DescMessage, resource: Message, mask: FieldMask | undefined, rules: MaskRules): string[] {
   const mutable = new Set(rules.mutable);
   if (!mask || mask.paths.length === 0) {
     return rules.mutable.filter((name) => {
@@ -93,12 +88,7 @@ export interface NestedMaskRules extends MaskRules {
  * in the order of its list.
  * @throws ApiError INVALID_ARGUMENT on `update_mask`.
  */
-export function resolveNestedUpdatePaths(
-  schema: DescMessage,
-  resource: Message,
-  mask: FieldMask | undefined,
-  rules: NestedMaskRules,
-): string[] {
+export function resolveNestedUpdatePaths(schema: DescMessage, resource: Message, mask: FieldMask | undefined, rules: NestedMaskRules): string[] {
   const whole = new Set<string>();
   const subs = new Set<string>();
   if (!mask || mask.paths.length === 0) {

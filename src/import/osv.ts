@@ -78,7 +78,16 @@ export function osvToAdvisories(doc: unknown): AdvisoryFields[] {
     if (name === "") throw new Error(`${where}.package.name must not be empty`);
     const specific = isObject(a.ecosystem_specific) ? a.ecosystem_specific : {};
     const events: AdvisoryEventFields[] = [
-      { createTime: published, author, reviewer: "", reviewState: REVIEW_STATE_APPROVED, issue: null, eventType: DETECTION, body: JSON.stringify({ manual: {} }), findings: null },
+      {
+        createTime: published,
+        author,
+        reviewer: "",
+        reviewState: REVIEW_STATE_APPROVED,
+        issue: null,
+        eventType: DETECTION,
+        body: JSON.stringify({ manual: {} }),
+        findings: null,
+      },
     ];
     const ranges = a.ranges === undefined ? [] : a.ranges;
     if (!Array.isArray(ranges)) throw new Error(`${where}.ranges must be an array`);
@@ -87,7 +96,16 @@ export function osvToAdvisories(doc: unknown): AdvisoryFields[] {
       for (const e of r.events) {
         if (isObject(e) && e.fixed !== undefined) {
           const fixedVersion = str(e.fixed, `${where}.ranges[${j}].events[].fixed`);
-          events.push({ createTime: modified, author, reviewer: "", reviewState: REVIEW_STATE_APPROVED, issue: null, eventType: FIXED, body: JSON.stringify({ fixedVersion }), findings: null });
+          events.push({
+            createTime: modified,
+            author,
+            reviewer: "",
+            reviewState: REVIEW_STATE_APPROVED,
+            issue: null,
+            eventType: FIXED,
+            body: JSON.stringify({ fixedVersion }),
+            findings: null,
+          });
         }
       }
     });

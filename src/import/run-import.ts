@@ -86,7 +86,12 @@ function reasonOf(err: unknown): string {
 
 /** The command: parses args, runs the import, prints the summary. Returns the exit status. */
 export async function runImport(args: string[], io: ImportIo = process): Promise<number> {
-  let parsed: ReturnType<typeof parseArgs<{ options: { data: { type: "string" }; group: { type: "string" }; quiet: { type: "boolean" }; help: { type: "boolean"; short: "h" } }; allowPositionals: true }>>;
+  let parsed: ReturnType<
+    typeof parseArgs<{
+      options: { data: { type: "string" }; group: { type: "string" }; quiet: { type: "boolean" }; help: { type: "boolean"; short: "h" } };
+      allowPositionals: true;
+    }>
+  >;
   try {
     parsed = parseArgs({
       args,

@@ -77,7 +77,11 @@ function compilable(desc: DescMessage, seen: Set<DescMessage>): boolean {
   if (desc.typeName.startsWith("google.protobuf.") && desc.typeName !== EMPTY) return false;
   for (const field of desc.fields) {
     if (field.jsonName === "__proto__") return false;
-    if ((field.fieldKind === "scalar" || field.fieldKind === "enum" || field.fieldKind === "message") && field.presence === FeatureSet_FieldPresence.LEGACY_REQUIRED) return false;
+    if (
+      (field.fieldKind === "scalar" || field.fieldKind === "enum" || field.fieldKind === "message") &&
+      field.presence === FeatureSet_FieldPresence.LEGACY_REQUIRED
+    )
+      return false;
     const nested = nestedMessage(field);
     if (nested && !compilable(nested, seen)) return false;
   }

@@ -157,9 +157,21 @@ export function createMetrics(storage: StoreHealth): Metrics {
       },
     });
   mirrored("trellis_db_transactions_total", "Write transactions committed or failed (group commit batches).", () => storage.stats().transactions);
-  mirrored("trellis_db_transaction_seconds_total", "Time spent inside write transactions, BEGIN to COMMIT; divide by trellis_db_transactions_total for the mean.", () => storage.stats().transactionSeconds);
-  mirrored("trellis_db_busy_retries_total", "Times a write batch found the write lock taken by another connection and was retried later.", () => storage.stats().busyRetries);
-  mirrored("trellis_db_busy_timeouts_total", "Writes that failed because the write lock stayed taken past the bound (UNAVAILABLE STORAGE_BUSY).", () => storage.stats().busyTimeouts);
+  mirrored(
+    "trellis_db_transaction_seconds_total",
+    "Time spent inside write transactions, BEGIN to COMMIT; divide by trellis_db_transactions_total for the mean.",
+    () => storage.stats().transactionSeconds,
+  );
+  mirrored(
+    "trellis_db_busy_retries_total",
+    "Times a write batch found the write lock taken by another connection and was retried later.",
+    () => storage.stats().busyRetries,
+  );
+  mirrored(
+    "trellis_db_busy_timeouts_total",
+    "Writes that failed because the write lock stayed taken past the bound (UNAVAILABLE STORAGE_BUSY).",
+    () => storage.stats().busyTimeouts,
+  );
   mirrored("trellis_log_lines_dropped_total", "Log lines thrown away because the log destination failed or fell behind.", () => logStats.droppedLines);
   new Gauge({
     name: "trellis_db_size_bytes",

@@ -137,7 +137,11 @@ export function createCallTracing(settings: TracingSettings, log: Logger, subjec
     .merge(detectResources({ detectors: [envDetector] }))
     .merge(settings.serviceName ? resourceFromAttributes({ "service.name": settings.serviceName }) : null);
   const exporter = settings.protocol === "http/json" ? new OtlpJsonExporter({ url: settings.url }) : new OtlpProtobufExporter({ url: settings.url });
-  const provider = new TracerProvider({ resource, sampler: samplerOf(settings), spanProcessors: [new BatchSpanProcessor({ exporter, ...defined(settings.batch) })] });
+  const provider = new TracerProvider({
+    resource,
+    sampler: samplerOf(settings),
+    spanProcessors: [new BatchSpanProcessor({ exporter, ...defined(settings.batch) })],
+  });
   const tracer = provider.getTracer("trellis", trellisVersion());
   const contexts = new AsyncLocalStorageContextManager().enable();
   const propagator = new W3CTraceContextPropagator();
@@ -224,7 +228,14 @@ export function createCallTracing(settings: TracingSettings, log: Logger, subjec
           parent,
           () => {
             const result = call(request, context);
-            return isThenable(result) ? result.then((value) => (ended(0), value)) : (ended(0), result);
+            if (!isThenable(result)) {
+              ended(0);
+              return result;
+            }
+            return result.then((value) => {
+              ended(0);
+              return value;
+            });
           },
           (s, error) => {
             const { code } = describeError(error);

@@ -19,11 +19,7 @@ export interface Ordering<K extends string> {
  * @param fallback the ordering when `orderBy` is empty
  * @throws ApiError INVALID_ARGUMENT on `order_by`
  */
-export function parseOrderBy<K extends string>(
-  orderBy: string,
-  allowed: Readonly<Record<string, K>>,
-  fallback: Ordering<K>,
-): Ordering<K> {
+export function parseOrderBy<K extends string>(orderBy: string, allowed: Readonly<Record<string, K>>, fallback: Ordering<K>): Ordering<K> {
   const words = orderBy.trim().split(/\s+/).filter(Boolean);
   if (words.length === 0) return fallback;
   const fields = Object.keys(allowed).join(", ");

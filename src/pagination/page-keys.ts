@@ -64,7 +64,9 @@ export async function describePageKeys(values: ServerValues): Promise<PageKeyInf
   const keys = parse(await values.read(PAGE_KEYS_NAME));
   return keys.map((k, i) => {
     const successor = keys[i - 1];
-    return successor === undefined ? { id: k.id, createTime: k.createTime } : { id: k.id, createTime: k.createTime, retireTime: successor.createTime + PAGE_KEY_RETENTION_MS };
+    return successor === undefined
+      ? { id: k.id, createTime: k.createTime }
+      : { id: k.id, createTime: k.createTime, retireTime: successor.createTime + PAGE_KEY_RETENTION_MS };
   });
 }
 

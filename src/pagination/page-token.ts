@@ -28,10 +28,7 @@ export interface PageState {
   readonly issuedAt: number;
 }
 
-export type DecodedToken =
-  | { readonly kind: "ok"; readonly state: PageState }
-  | { readonly kind: "invalid" }
-  | { readonly kind: "expired" };
+export type DecodedToken = { readonly kind: "ok"; readonly state: PageState } | { readonly kind: "invalid" } | { readonly kind: "expired" };
 
 /** Tokens older than this restart the query from the first page without an error. */
 export const PAGE_TOKEN_LIFETIME_MS = 3 * 24 * 60 * 60 * 1000;

@@ -63,12 +63,7 @@ export interface Page<Row> {
 }
 
 /** Validates the paging fields and returns one page. @throws ApiError INVALID_ARGUMENT. */
-export async function listPage<Row, K extends string>(
-  req: PageRequest,
-  spec: ListSpec<Row, K>,
-  codec: PageTokenCodec,
-  now: number,
-): Promise<Page<Row>> {
+export async function listPage<Row, K extends string>(req: PageRequest, spec: ListSpec<Row, K>, codec: PageTokenCodec, now: number): Promise<Page<Row>> {
   if (req.pageSize < 0) throw invalidField("page_size", "must not be negative");
   if (req.skip < 0) throw invalidField("skip", "must not be negative");
   const pageSize = req.pageSize === 0 ? DEFAULT_PAGE_SIZE : Math.min(req.pageSize, MAX_PAGE_SIZE);

@@ -118,8 +118,7 @@ export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
       const given = impl as Record<string, unknown>;
       for (const method of service.methods) {
         const own = given[method.localName];
-        wrapped[method.localName] =
-          method.methodKind === "unary" ? wrapUnary(method, own as AnyUnary | undefined) : (own ?? unimplementedStream(method));
+        wrapped[method.localName] = method.methodKind === "unary" ? wrapUnary(method, own as AnyUnary | undefined) : (own ?? unimplementedStream(method));
       }
       return wrapped as ServiceImpl<typeof service>;
     },

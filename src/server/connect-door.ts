@@ -17,12 +17,7 @@ import type http2 from "node:http2";
 import { Code, ConnectError, type ConnectRouter, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { CALL_META, callMetaOf } from "../observe/call-meta.js";
 import type { ConnectRouterOptions } from "@connectrpc/connect";
-import {
-  compressionBrotli,
-  compressionGzip,
-  universalRequestFromNodeRequest,
-  universalResponseToNodeResponse,
-} from "@connectrpc/connect-node";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;

@@ -17,9 +17,7 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
 const ALLOW_METHODS = [...new Set([...connectCors.allowedMethods, "GET", "POST", "PUT", "PATCH", "DELETE"])].join(", ");
 // The refresh-token request header too, so an allowed browser client can sign in with one;
 // and the request id and trace context, which every door takes (src/observe/call-meta.ts).
-const ALLOW_HEADERS = [
-  ...new Set([...connectCors.allowedHeaders, "Authorization", REFRESH_REQUEST_HEADER, "X-Request-Id", "Traceparent"]),
-].join(", ");
+const ALLOW_HEADERS = [...new Set([...connectCors.allowedHeaders, "Authorization", REFRESH_REQUEST_HEADER, "X-Request-Id", "Traceparent"])].join(", ");
 // X-Request-Id: every answer carries one, for a browser client to quote in a bug report.
 const EXPOSE_HEADERS = [...new Set([...connectCors.exposedHeaders, "WWW-Authenticate", "Allow", "X-Request-Id"])].join(", ");
 

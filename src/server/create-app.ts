@@ -5,7 +5,7 @@
  * listed), and listens on one port. Tests call `startApp` with port 0 and a fresh data
  * directory.
  */
-import http2 from "node:http2";
+import type http2 from "node:http2";
 import path from "node:path";
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
@@ -119,8 +119,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       now,
       services: API_SERVICES,
       grantsOf,
-      userIdps: () =>
-        trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
+      userIdps: () => trust.identityProviders.flatMap((i) => (i.users && i.clientId ? [{ issuer: i.issuer, client_id: i.clientId }] : [])),
     });
     const services = apiServices(ctx, {
       securityTokenService: createExchangeService({

@@ -29,8 +29,7 @@ const everySecond: PollWait = (signal) => sleep(WATCH_POLL_MS, undefined, { sign
  * advance by hand, so they neither sleep nor bound anything by the wall clock.
  */
 export function registerHealth(router: ConnectRouter, status: () => ServingStatus, pollWait: PollWait = everySecond): void {
-  const isKnown = (service: string): boolean =>
-    service === "" || router.handlers.some((h) => h.service.typeName === service);
+  const isKnown = (service: string): boolean => service === "" || router.handlers.some((h) => h.service.typeName === service);
 
   router.service(Health, {
     check(req) {

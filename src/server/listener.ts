@@ -26,10 +26,7 @@ import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { LIMITS, type Limits } from "./config.js";
 
-export type RequestHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
+export type RequestHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
 
 export interface Listener {
   readonly host: string;
@@ -267,5 +264,3 @@ function closeIfAnsweredEarly(req: http.IncomingMessage, res: http.ServerRespons
     return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
   } as typeof res.writeHead;
 }
-
-

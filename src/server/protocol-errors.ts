@@ -137,10 +137,7 @@ function fixGrpcHeaders(headers: NodeHeaders, errorDomain: string): void {
 export function encodeGrpcMessage(text: string): string {
   let out = "";
   for (const byte of Buffer.from(text, "utf8")) {
-    out +=
-      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
-        ? String.fromCharCode(byte)
-        : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }
@@ -162,7 +159,11 @@ function rewriteTrailerFrame(chunk: unknown, errorDomain: string): unknown {
   if (!(chunk instanceof Uint8Array) || chunk.length < 5 || (chunk[0] & TRAILER_FLAG) === 0) return chunk;
   const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
   if (buf.readUInt32BE(1) !== buf.length - 5 || (chunk[0] & 0x01) !== 0) return chunk; // partial or compressed
-  const lines = buf.subarray(5).toString("latin1").split("\r\n").filter((l) => l !== "");
+  const lines = buf
+    .subarray(5)
+    .toString("latin1")
+    .split("\r\n")
+    .filter((l) => l !== "");
   const headers: NodeHeaders = {};
   for (const line of lines) {
     const i = line.indexOf(":");

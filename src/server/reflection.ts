@@ -18,11 +18,7 @@
  * yet sent on the same stream, as grpc-go does.
  */
 import { toBinary, type DescFile, type DescService } from "@bufbuild/protobuf";
-import {
-  type DescriptorProto,
-  type FieldDescriptorProto,
-  FileDescriptorProtoSchema,
-} from "@bufbuild/protobuf/wkt";
+import { type DescriptorProto, type FieldDescriptorProto, FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
@@ -60,11 +56,7 @@ interface ReflectionIndex {
   readonly encoded: ReadonlyMap<string, Uint8Array>;
 }
 
-export function registerReflection(
-  router: ConnectRouter,
-  services: readonly DescService[],
-  extraFiles: readonly DescFile[] = [],
-): void {
+export function registerReflection(router: ConnectRouter, services: readonly DescService[], extraFiles: readonly DescFile[] = []): void {
   const index = buildIndex([...services, v1.ServerReflection, v1alpha.ServerReflection], extraFiles);
   // Same code for both versions; `sent` tracks the files already sent on one stream.
   router.service(v1.ServerReflection, {

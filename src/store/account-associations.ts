@@ -72,11 +72,7 @@ export interface AccountAssociationsRepository {
    * validating merged provider blocks) and writes them, in one transaction; bumps update_time.
    * @throws NOT_FOUND.
    */
-  update(
-    uid: string,
-    plan: (current: AccountAssociationRecord) => AccountAssociationChanges,
-    now: number,
-  ): Promise<AccountAssociationRecord>;
+  update(uid: string, plan: (current: AccountAssociationRecord) => AccountAssociationChanges, now: number): Promise<AccountAssociationRecord>;
   /** Deletes the association if there is one: idempotent (AIP-135, docs/published-api.md "Creates and deletes"). */
   delete(uid: string): Promise<void>;
   list(filter: AccountAssociationListFilter, page: KeysetQuery<AccountAssociationOrder>): Promise<AccountAssociationRecord[]>;

@@ -51,11 +51,7 @@ export interface ServicePrincipalRelationship {
   readonly servicePrincipal: number;
 }
 
-export type Relationship =
-  | ClaimMatchRelationship
-  | StaticKeysRelationship
-  | AwsIdentityRelationship
-  | ServicePrincipalRelationship;
+export type Relationship = ClaimMatchRelationship | StaticKeysRelationship | AwsIdentityRelationship | ServicePrincipalRelationship;
 export type RelationshipKind = Relationship["kind"];
 
 /** The `relationship_type` column: the RelationshipType number of each kind (0 = none). */
@@ -164,7 +160,10 @@ export interface IdentitiesRepository {
    * stored ones) and bumps update_time, in one transaction. @throws NOT_FOUND.
    */
   updateMetadata(uid: string, changes: IdentityMetadataChanges, now: number): Promise<IdentityRecord>;
-  findOrCreateUser(user: { readonly issuer: string; readonly subject: string; readonly name: string; readonly email: string }, now: number): Promise<IdentityRecord>;
+  findOrCreateUser(
+    user: { readonly issuer: string; readonly subject: string; readonly name: string; readonly email: string },
+    now: number,
+  ): Promise<IdentityRecord>;
 }
 
 /**

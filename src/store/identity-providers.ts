@@ -54,7 +54,12 @@ export interface IdentityProviderChanges {
 
 /** Each order an identity-provider list can take → its record field, also its column's key on the table. */
 /** The orders a identity providers list takes (orders.ts). */
-export const IDENTITY_PROVIDER_ORDERS = defineOrders<IdentityProviderRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
+export const IDENTITY_PROVIDER_ORDERS = defineOrders<IdentityProviderRecord>()({
+  uid: "uid",
+  name: "name",
+  create_time: "createTime",
+  update_time: "updateTime",
+});
 export type IdentityProviderOrder = (typeof IDENTITY_PROVIDER_ORDERS.keys)[number];
 
 export interface IdentityProviderListFilter {

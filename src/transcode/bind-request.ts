@@ -238,14 +238,10 @@ export function bindRequest(route: Route, vars: Readonly<Record<string, string>>
 
   // PATCH without an explicit mask: the mask is the JSON keys present in the body.
   if (route.httpMethod === "PATCH" && route.bodyField && bodyJson) {
-    const maskField = schema.fields.find(
-      (f) => f.name === "update_mask" && f.fieldKind === "message" && f.message.typeName === FieldMaskSchema.typeName,
-    );
+    const maskField = schema.fields.find((f) => f.name === "update_mask" && f.fieldKind === "message" && f.message.typeName === FieldMaskSchema.typeName);
     const explicit = maskField && root.isSet(maskField) ? (root.get(maskField) as ReflectMessage).message : undefined;
     if (maskField && (explicit === undefined || (explicit as unknown as { paths: string[] }).paths.length === 0)) {
-      const bound = route.variableFields
-        .filter((c) => c[0] === route.bodyField)
-        .map((c) => protoPath(c.slice(1)));
+      const bound = route.variableFields.filter((c) => c[0] === route.bodyField).map((c) => protoPath(c.slice(1)));
       const paths = [...new Set(inferMask(route.bodyField.message, bodyJson, ""))].filter((p) => !bound.includes(p)).sort();
       root.set(maskField, reflect(FieldMaskSchema, create(FieldMaskSchema, { paths })));
     }
@@ -293,7 +289,12 @@ function parseMediaType(header: string | undefined): { type: string; charset: st
   for (const p of params) {
     const eq = p.indexOf("=");
     if (eq < 0) continue;
-    if (p.slice(0, eq).trim().toLowerCase() === "charset") charset = p.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase();
+    if (p.slice(0, eq).trim().toLowerCase() === "charset")
+      charset = p
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"(.*)"$/, "$1")
+        .toLowerCase();
   }
   return { type: (type as string).trim().toLowerCase(), charset };
 }
@@ -432,9 +433,17 @@ function locateBadValue(schema: DescMessage, json: JsonObject, prefix: string): 
     const field = fieldByJsonKey(schema, key);
     if (!field) continue;
     const path = `${prefix}${field.name}`;
-    const nested = field.fieldKind === "message" || field.fieldKind === "list" || field.fieldKind === "map" ? (field as { message?: DescMessage }).message : undefined;
+    const nested =
+      field.fieldKind === "message" || field.fieldKind === "list" || field.fieldKind === "map" ? (field as { message?: DescMessage }).message : undefined;
     if (nested && !nested.typeName.startsWith("google.protobuf.")) {
-      const children = field.fieldKind === "message" ? [value] : field.fieldKind === "list" && Array.isArray(value) ? value : isObject(value) && field.fieldKind === "map" ? Object.values(value) : [];
+      const children =
+        field.fieldKind === "message"
+          ? [value]
+          : field.fieldKind === "list" && Array.isArray(value)
+            ? value
+            : isObject(value) && field.fieldKind === "map"
+              ? Object.values(value)
+              : [];
       for (const child of children) {
         if (isObject(child)) {
           const found = locateBadValue(nested, child, `${path}.`);
@@ -746,12 +755,7 @@ function inferMask(schema: DescMessage, json: Obj, prefix: string): string[] {
     if (!field) continue; // unknown keys were rejected before
     if (hasOption(field, field_behavior) && getOption(field, field_behavior).includes(FieldBehavior.OUTPUT_ONLY)) continue;
     const path = `${prefix}${field.name}`;
-    if (
-      field.fieldKind === "message" &&
-      !field.message.typeName.startsWith("google.protobuf.") &&
-      isObject(value) &&
-      Object.keys(value).length > 0
-    ) {
+    if (field.fieldKind === "message" && !field.message.typeName.startsWith("google.protobuf.") && isObject(value) && Object.keys(value).length > 0) {
       out.push(...inferMask(field.message, value, `${path}.`));
     } else {
       out.push(path);

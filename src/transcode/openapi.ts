@@ -62,7 +62,11 @@ export function buildOpenApi(table: RouteTable, info: { title: string; version: 
         const s = fieldSchema(f);
         const behaviors = hasOption(f, field_behavior) ? getOption(f, field_behavior) : [];
         const about = comment(f);
-        properties[f.jsonName] = { ...s, ...(about ? { description: about } : {}), ...(behaviors.includes(FieldBehavior.OUTPUT_ONLY) ? { readOnly: true } : {}) };
+        properties[f.jsonName] = {
+          ...s,
+          ...(about ? { description: about } : {}),
+          ...(behaviors.includes(FieldBehavior.OUTPUT_ONLY) ? { readOnly: true } : {}),
+        };
         if (behaviors.includes(FieldBehavior.REQUIRED)) required.push(f.jsonName);
       }
       const about = protoComments[m.typeName];
@@ -165,7 +169,9 @@ export function buildOpenApi(table: RouteTable, info: { title: string; version: 
     if (route.body !== "") {
       op.requestBody = {
         required: true,
-        content: { "application/json": { schema: route.bodyField ? messageRef((route.bodyField as { message: DescMessage }).message) : messageRef(route.method.input) } },
+        content: {
+          "application/json": { schema: route.bodyField ? messageRef((route.bodyField as { message: DescMessage }).message) : messageRef(route.method.input) },
+        },
       };
     }
     paths[path] ??= {};

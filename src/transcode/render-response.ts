@@ -51,9 +51,22 @@ export function renderWithToJson(schema: DescMessage, message: Message): JsonVal
 
 /** Well-known types whose JSON form is not an object: unset, they render as `null`. */
 const SCALAR_JSON = new Set(
-  ["Timestamp", "Duration", "FieldMask", "Value", "ListValue", "DoubleValue", "FloatValue", "Int64Value", "UInt64Value", "Int32Value", "UInt32Value", "BoolValue", "StringValue", "BytesValue"].map(
-    (n) => `google.protobuf.${n}`,
-  ),
+  [
+    "Timestamp",
+    "Duration",
+    "FieldMask",
+    "Value",
+    "ListValue",
+    "DoubleValue",
+    "FloatValue",
+    "Int64Value",
+    "UInt64Value",
+    "Int32Value",
+    "UInt32Value",
+    "BoolValue",
+    "StringValue",
+    "BytesValue",
+  ].map((n) => `google.protobuf.${n}`),
 );
 
 /** `2026-11-22T10:00:00.000Z`: RFC 3339 UTC, exactly three fractional digits, truncated. */

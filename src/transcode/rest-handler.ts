@@ -162,8 +162,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     res.end(text);
   }
 
-  const isOpenApi = (rawPath: string, httpMethod: string): boolean =>
-    openApiOption !== false && rawPath === openApiOption.path && httpMethod === "GET";
+  const isOpenApi = (rawPath: string, httpMethod: string): boolean => openApiOption !== false && rawPath === openApiOption.path && httpMethod === "GET";
 
   function takes(req: Req): boolean {
     const url = req.url ?? "/";

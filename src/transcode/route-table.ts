@@ -132,9 +132,7 @@ export function createRouteTable(services: readonly DescService[]): RouteTable {
     }
     const other = byMethod.get(route.httpMethod);
     if (other) {
-      throw new Error(
-        `conflicting HTTP rules: ${other.spec.where} and ${route.spec.where} bind the same method, template and verb`,
-      );
+      throw new Error(`conflicting HTTP rules: ${other.spec.where} and ${route.spec.where} bind the same method, template and verb`);
     }
     byMethod.set(route.httpMethod, route);
     firstLiterals.add(route.template.parts[0]?.value as string);

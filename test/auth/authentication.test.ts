@@ -40,7 +40,15 @@ const nowS = () => Math.floor(Date.now() / 1000);
 /** A token signed with the server's real key, with the given claims and header changes. */
 async function withServerKey(claims: Record<string, unknown>, header: Record<string, unknown> = {}) {
   const key = await serverSigningKey(t.dataDir);
-  return new SignJWT({ sub: "operator:test", [OPERATOR_CLAIM]: true, iss: t.app.issuer.issuer, aud: t.app.issuer.audience, iat: nowS(), exp: nowS() + 600, ...claims })
+  return new SignJWT({
+    sub: "operator:test",
+    [OPERATOR_CLAIM]: true,
+    iss: t.app.issuer.issuer,
+    aud: t.app.issuer.audience,
+    iat: nowS(),
+    exp: nowS() + 600,
+    ...claims,
+  })
     .setProtectedHeader({ alg: "ES256", kid: key.kid, typ: API_TOKEN_TYPE, ...header })
     .sign(key.privateKey);
 }
@@ -151,7 +159,11 @@ describe.each(rpcTransports)("authentication over $name", (transport) => {
   it(transport.name.startsWith("grpc (") ? "accepts a bare token, as the Go SDK sends it on gRPC" : "refuses a token without the Bearer scheme", async () => {
     const call = client().listGroups({}, { headers: { authorization: t.token } });
     if (transport.name.startsWith("grpc (")) await call;
-    else await call.then(() => expect.fail("accepted"), (e: unknown) => expectUnauthenticated(e, "TOKEN_INVALID"));
+    else
+      await call.then(
+        () => expect.fail("accepted"),
+        (e: unknown) => expectUnauthenticated(e, "TOKEN_INVALID"),
+      );
   });
 });
 

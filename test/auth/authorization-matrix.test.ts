@@ -130,7 +130,10 @@ const fx = {
   association: (g: string) => uidOf(op("POST", `/iam/v2beta1/accountAssociations/${g}`, { name: unique("acct"), amazon: { account: "123456789012" } })),
 };
 const OIDC = { issuer: "https://idp.example.com/realms/acme", clientId: "trellis-console", clientSecret: "s3cret-value" };
-const claimMatch = (subject: string) => ({ case: "claimMatch" as const, value: { iss: { case: "issuer" as const, value: "https://idp.example.test" }, sub: { case: "subject" as const, value: subject } } });
+const claimMatch = (subject: string) => ({
+  case: "claimMatch" as const,
+  value: { iss: { case: "issuer" as const, value: "https://idp.example.test" }, sub: { case: "subject" as const, value: subject } },
+});
 /** A fresh child of `g` whose only content is a binding of the built-in `role` (deleting it revokes that). */
 async function boundChild(g: string, role: string): Promise<string> {
   const child = await fx.group(g);
@@ -153,10 +156,11 @@ interface Variant {
 const grants = (needs: Iterable<number>) => (caps: ReadonlySet<number>) => (holdsAll(caps, needs) ? undefined : "PRIVILEGE_ESCALATION");
 const operatorOnly = () => "OPERATOR_ONLY_FIELD";
 const v = (name: string, prepare: Variant["prepare"], refusal?: Variant["refusal"]): Variant => ({ name, prepare, ...(refusal && { refusal }) });
-const list = (fixture: (g: string) => Promise<string>) => v("list", async (g) => {
-  const uid = await fixture(g);
-  return { request: { uidp: { ids: [uid] }, pageSize: 10 }, listed: uid };
-});
+const list = (fixture: (g: string) => Promise<string>) =>
+  v("list", async (g) => {
+    const uid = await fixture(g);
+    return { request: { uidp: { ids: [uid] }, pageSize: 10 }, listed: uid };
+  });
 
 const VARIANTS: Readonly<Record<string, readonly Variant[]>> = {
   // GroupsService
@@ -200,78 +204,141 @@ const VARIANTS: Readonly<Record<string, readonly Variant[]>> = {
   "chainguard.platform.iam.v2beta1.IdentitiesService/GetIdentity": [v("get", async (g) => ({ request: { uid: await fx.identity(g) } }))],
   "chainguard.platform.iam.v2beta1.IdentitiesService/DeleteIdentity": [
     v("unbound", async (g) => ({ request: { uid: await fx.identity(g) } })),
-    v("owner-bound", async (g) => {
-      const id = await fx.identity(g);
-      await fx.binding(g, id, builtInRoleUid("owner"));
-      return { request: { uid: id } };
-    }, grants(OWNER)),
+    v(
+      "owner-bound",
+      async (g) => {
+        const id = await fx.identity(g);
+        await fx.binding(g, id, builtInRoleUid("owner"));
+        return { request: { uid: id } };
+      },
+      grants(OWNER),
+    ),
   ],
   "chainguard.platform.iam.v2beta1.IdentitiesService/UpdateIdentity": [
     v("description", async (g) => ({ request: { identity: { uid: await fx.identity(g), description: unique("d") }, updateMask: { paths: ["description"] } } })),
-    v("re-point an owner-bound identity", async (g) => {
-      const id = await fx.identity(g);
-      await fx.binding(g, id, builtInRoleUid("owner"));
-      return { request: { identity: { uid: id, relationship: claimMatch("attacker") }, updateMask: { paths: ["claim_match"] } } };
-    }, grants(OWNER)),
-    v("re-point a viewer-bound identity", async (g) => {
-      const id = await fx.identity(g);
-      await fx.binding(g, id, builtInRoleUid("viewer"));
-      return { request: { identity: { uid: id, relationship: claimMatch("attacker") }, updateMask: { paths: ["claim_match"] } } };
-    }, grants(VIEWER)),
+    v(
+      "re-point an owner-bound identity",
+      async (g) => {
+        const id = await fx.identity(g);
+        await fx.binding(g, id, builtInRoleUid("owner"));
+        return { request: { identity: { uid: id, relationship: claimMatch("attacker") }, updateMask: { paths: ["claim_match"] } } };
+      },
+      grants(OWNER),
+    ),
+    v(
+      "re-point a viewer-bound identity",
+      async (g) => {
+        const id = await fx.identity(g);
+        await fx.binding(g, id, builtInRoleUid("viewer"));
+        return { request: { identity: { uid: id, relationship: claimMatch("attacker") }, updateMask: { paths: ["claim_match"] } } };
+      },
+      grants(VIEWER),
+    ),
   ],
   "chainguard.platform.iam.v2beta1.IdentitiesService/ListIdentities": [list(fx.identity)],
   // RolesService
-  "chainguard.platform.iam.v2beta1.RolesService/GetRole": [v("custom", async (g) => ({ request: { uid: await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]) } }))],
+  "chainguard.platform.iam.v2beta1.RolesService/GetRole": [
+    v("custom", async (g) => ({ request: { uid: await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]) } })),
+  ],
   "chainguard.platform.iam.v2beta1.RolesService/ListRoles": [list((g) => fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]))],
   "chainguard.platform.iam.v2beta1.RolesService/CreateRole": [
-    v("with groups.update", async (g) => ({ request: { parent: g, role: { name: unique("r"), capabilities: [Capability.CAP_IAM_GROUPS_UPDATE] } } }), grants([Capability.CAP_IAM_GROUPS_UPDATE])),
-    v("with groups.delete", async (g) => ({ request: { parent: g, role: { name: unique("r"), capabilities: [Capability.CAP_IAM_GROUPS_DELETE] } } }), grants([Capability.CAP_IAM_GROUPS_DELETE])),
+    v(
+      "with groups.update",
+      async (g) => ({ request: { parent: g, role: { name: unique("r"), capabilities: [Capability.CAP_IAM_GROUPS_UPDATE] } } }),
+      grants([Capability.CAP_IAM_GROUPS_UPDATE]),
+    ),
+    v(
+      "with groups.delete",
+      async (g) => ({ request: { parent: g, role: { name: unique("r"), capabilities: [Capability.CAP_IAM_GROUPS_DELETE] } } }),
+      grants([Capability.CAP_IAM_GROUPS_DELETE]),
+    ),
   ],
   "chainguard.platform.iam.v2beta1.RolesService/UpdateRole": [
-    v("description", async (g) => ({ request: { role: { uid: await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]), description: unique("d") }, updateMask: { paths: ["description"] } } })),
-    v("add groups.delete", async (g) => {
-      const role = await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]);
-      return { request: { role: { uid: role, capabilities: [Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_GROUPS_DELETE] }, updateMask: { paths: ["capabilities"] } } };
-    }, grants([Capability.CAP_IAM_GROUPS_DELETE])),
+    v("description", async (g) => ({
+      request: { role: { uid: await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]), description: unique("d") }, updateMask: { paths: ["description"] } },
+    })),
+    v(
+      "add groups.delete",
+      async (g) => {
+        const role = await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]);
+        return {
+          request: {
+            role: { uid: role, capabilities: [Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_GROUPS_DELETE] },
+            updateMask: { paths: ["capabilities"] },
+          },
+        };
+      },
+      grants([Capability.CAP_IAM_GROUPS_DELETE]),
+    ),
     v("drop a capability", async (g) => {
       const role = await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_GROUPS_DELETE]);
       return { request: { role: { uid: role, capabilities: [Capability.CAP_IAM_GROUPS_LIST] }, updateMask: { paths: ["capabilities"] } } };
     }),
   ],
-  "chainguard.platform.iam.v2beta1.RolesService/DeleteRole": [v("unused", async (g) => ({ request: { uid: await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]) } }))],
+  "chainguard.platform.iam.v2beta1.RolesService/DeleteRole": [
+    v("unused", async (g) => ({ request: { uid: await fx.role(g, [Capability.CAP_IAM_GROUPS_LIST]) } })),
+  ],
   // RoleBindingsService
   "chainguard.platform.iam.v2beta1.RoleBindingsService/GetRoleBinding": [
     v("get", async (g) => ({ request: { uid: await fx.binding(g, await fx.identity(g), builtInRoleUid("viewer")) } })),
   ],
   "chainguard.platform.iam.v2beta1.RoleBindingsService/ListRoleBindings": [list(async (g) => fx.binding(g, await fx.identity(g), builtInRoleUid("viewer")))],
   "chainguard.platform.iam.v2beta1.RoleBindingsService/CreateRoleBinding": [
-    v("grant viewer", async (g) => ({ request: { parent: g, roleBinding: { identityUid: await fx.identity(g), roleUid: builtInRoleUid("viewer") } } }), grants(VIEWER)),
-    v("grant owner", async (g) => ({ request: { parent: g, roleBinding: { identityUid: await fx.identity(g), roleUid: builtInRoleUid("owner") } } }), grants(OWNER)),
+    v(
+      "grant viewer",
+      async (g) => ({ request: { parent: g, roleBinding: { identityUid: await fx.identity(g), roleUid: builtInRoleUid("viewer") } } }),
+      grants(VIEWER),
+    ),
+    v(
+      "grant owner",
+      async (g) => ({ request: { parent: g, roleBinding: { identityUid: await fx.identity(g), roleUid: builtInRoleUid("owner") } } }),
+      grants(OWNER),
+    ),
   ],
   "chainguard.platform.iam.v2beta1.RoleBindingsService/BatchCreateRoleBindings": [
-    v("grant viewer", async (g) => ({ request: { parent: g, roleUid: builtInRoleUid("viewer"), requests: [{ roleBinding: { identityUid: await fx.identity(g) } }] } }), grants(VIEWER)),
+    v(
+      "grant viewer",
+      async (g) => ({ request: { parent: g, roleUid: builtInRoleUid("viewer"), requests: [{ roleBinding: { identityUid: await fx.identity(g) } }] } }),
+      grants(VIEWER),
+    ),
   ],
   "chainguard.platform.iam.v2beta1.RoleBindingsService/DeleteRoleBinding": [
     v("revoke viewer", async (g) => ({ request: { uid: await fx.binding(g, await fx.identity(g), builtInRoleUid("viewer")) } }), grants(VIEWER)),
     v("revoke owner", async (g) => ({ request: { uid: await fx.binding(g, await fx.identity(g), builtInRoleUid("owner")) } }), grants(OWNER)),
   ],
   "chainguard.platform.iam.v2beta1.RoleBindingsService/UpdateRoleBinding": [
-    v("re-target an owner binding (identity only)", async (g) => {
-      const b = await fx.binding(g, await fx.identity(g), builtInRoleUid("owner"));
-      return { request: { roleBinding: { uid: b, identityUid: await fx.identity(g) }, updateMask: { paths: ["identity_uid"] } } };
-    }, grants(OWNER)),
-    v("re-target a viewer binding (identity only)", async (g) => {
-      const b = await fx.binding(g, await fx.identity(g), builtInRoleUid("viewer"));
-      return { request: { roleBinding: { uid: b, identityUid: await fx.identity(g) }, updateMask: { paths: ["identity_uid"] } } };
-    }, grants(VIEWER)),
-    v("owner down to viewer (role only)", async (g) => {
-      const b = await fx.binding(g, await fx.identity(g), builtInRoleUid("owner"));
-      return { request: { roleBinding: { uid: b, roleUid: builtInRoleUid("viewer") }, updateMask: { paths: ["role_uid"] } } };
-    }, grants([...OWNER, ...VIEWER])),
+    v(
+      "re-target an owner binding (identity only)",
+      async (g) => {
+        const b = await fx.binding(g, await fx.identity(g), builtInRoleUid("owner"));
+        return { request: { roleBinding: { uid: b, identityUid: await fx.identity(g) }, updateMask: { paths: ["identity_uid"] } } };
+      },
+      grants(OWNER),
+    ),
+    v(
+      "re-target a viewer binding (identity only)",
+      async (g) => {
+        const b = await fx.binding(g, await fx.identity(g), builtInRoleUid("viewer"));
+        return { request: { roleBinding: { uid: b, identityUid: await fx.identity(g) }, updateMask: { paths: ["identity_uid"] } } };
+      },
+      grants(VIEWER),
+    ),
+    v(
+      "owner down to viewer (role only)",
+      async (g) => {
+        const b = await fx.binding(g, await fx.identity(g), builtInRoleUid("owner"));
+        return { request: { roleBinding: { uid: b, roleUid: builtInRoleUid("viewer") }, updateMask: { paths: ["role_uid"] } } };
+      },
+      grants([...OWNER, ...VIEWER]),
+    ),
   ],
   // GroupInvitesService
   "chainguard.platform.iam.v2beta1.GroupInvitesService/CreateGroupInvite": [
-    v("invite as viewer", async (g) => ({ request: { parent: g, groupInvite: { roleUid: builtInRoleUid("viewer"), ttl: { seconds: 3600n } } } }), grants(VIEWER)),
+    v(
+      "invite as viewer",
+      async (g) => ({ request: { parent: g, groupInvite: { roleUid: builtInRoleUid("viewer"), ttl: { seconds: 3600n } } } }),
+      grants(VIEWER),
+    ),
     v("invite as owner", async (g) => ({ request: { parent: g, groupInvite: { roleUid: builtInRoleUid("owner"), ttl: { seconds: 3600n } } } }), grants(OWNER)),
   ],
   "chainguard.platform.iam.v2beta1.GroupInvitesService/GetGroupInvite": [v("get", async (g) => ({ request: { uid: await fx.invite(g) } }))],
@@ -279,16 +346,26 @@ const VARIANTS: Readonly<Record<string, readonly Variant[]>> = {
   "chainguard.platform.iam.v2beta1.GroupInvitesService/ListGroupInvites": [list(fx.invite)],
   // IdentityProvidersService
   "chainguard.platform.iam.v2beta1.IdentityProvidersService/CreateIdentityProvider": [
-    v("viewer by default", async (g) => ({
-      request: { parent: g, identityProvider: { name: unique("idp"), defaultRole: builtInRoleUid("viewer"), configuration: { case: "oidc", value: OIDC } } },
-    }), grants(VIEWER)),
+    v(
+      "viewer by default",
+      async (g) => ({
+        request: { parent: g, identityProvider: { name: unique("idp"), defaultRole: builtInRoleUid("viewer"), configuration: { case: "oidc", value: OIDC } } },
+      }),
+      grants(VIEWER),
+    ),
   ],
   "chainguard.platform.iam.v2beta1.IdentityProvidersService/GetIdentityProvider": [v("get", async (g) => ({ request: { uid: await fx.idp(g) } }))],
   "chainguard.platform.iam.v2beta1.IdentityProvidersService/UpdateIdentityProvider": [
-    v("description", async (g) => ({ request: { identityProvider: { uid: await fx.idp(g), description: unique("d") }, updateMask: { paths: ["description"] } } })),
-    v("owner by default", async (g) => ({
-      request: { identityProvider: { uid: await fx.idp(g), defaultRole: builtInRoleUid("owner") }, updateMask: { paths: ["default_role"] } },
-    }), grants(OWNER)),
+    v("description", async (g) => ({
+      request: { identityProvider: { uid: await fx.idp(g), description: unique("d") }, updateMask: { paths: ["description"] } },
+    })),
+    v(
+      "owner by default",
+      async (g) => ({
+        request: { identityProvider: { uid: await fx.idp(g), defaultRole: builtInRoleUid("owner") }, updateMask: { paths: ["default_role"] } },
+      }),
+      grants(OWNER),
+    ),
   ],
   "chainguard.platform.iam.v2beta1.IdentityProvidersService/DeleteIdentityProvider": [v("delete", async (g) => ({ request: { uid: await fx.idp(g) } }))],
   "chainguard.platform.iam.v2beta1.IdentityProvidersService/ListIdentityProviders": [list(fx.idp)],
@@ -309,13 +386,17 @@ const VARIANTS: Readonly<Record<string, readonly Variant[]>> = {
   "chainguard.platform.iam.v2beta1.AccountAssociationsService/CreateAccountAssociation": [
     v("amazon", async (g) => ({ request: { parent: await fx.group(g), accountAssociation: { name: unique("acct"), amazon: { account: "123456789012" } } } })),
   ],
-  "chainguard.platform.iam.v2beta1.AccountAssociationsService/GetAccountAssociation": [v("get", async (g) => ({ request: { uid: await fx.association(await fx.group(g)) } }))],
+  "chainguard.platform.iam.v2beta1.AccountAssociationsService/GetAccountAssociation": [
+    v("get", async (g) => ({ request: { uid: await fx.association(await fx.group(g)) } })),
+  ],
   "chainguard.platform.iam.v2beta1.AccountAssociationsService/UpdateAccountAssociation": [
     v("description", async (g) => ({
       request: { accountAssociation: { uid: await fx.association(await fx.group(g)), description: unique("d") }, updateMask: { paths: ["description"] } },
     })),
   ],
-  "chainguard.platform.iam.v2beta1.AccountAssociationsService/DeleteAccountAssociation": [v("delete", async (g) => ({ request: { uid: await fx.association(await fx.group(g)) } }))],
+  "chainguard.platform.iam.v2beta1.AccountAssociationsService/DeleteAccountAssociation": [
+    v("delete", async (g) => ({ request: { uid: await fx.association(await fx.group(g)) } })),
+  ],
   "chainguard.platform.iam.v2beta1.AccountAssociationsService/ListAccountAssociations": [list(async (g) => fx.association(await fx.group(g)))],
   "chainguard.platform.iam.v2beta1.AccountAssociationsService/CheckAccountAssociation": [
     v("check", async (g) => ({ request: { uid: await fx.association(await fx.group(g)), providerType: AccountProviderType.AMAZON } })),

@@ -154,7 +154,10 @@ describe("a down-scoped token on every API door", () => {
       expect(await door.call(t.url, listOnly, GroupsService.method.getGroup, { uid: beta })).toMatchObject({ ok: false, code: 7 });
       // Owner holds groups.create at alpha; the token was reduced to groups.list.
       const before = snapshotDb(t.dbFile);
-      expect(await door.call(t.url, listOnly, GroupsService.method.createGroup, { parent: alpha, group: { name: "nope" } })).toMatchObject({ ok: false, code: 7 });
+      expect(await door.call(t.url, listOnly, GroupsService.method.createGroup, { parent: alpha, group: { name: "nope" } })).toMatchObject({
+        ok: false,
+        code: 7,
+      });
       expect(await door.call(t.url, listOnly, GroupsService.method.deleteGroup, { uid: alphaChild })).toMatchObject({ ok: false, code: 7 });
       expect(snapshotDb(t.dbFile)).toBe(before);
     });
@@ -178,7 +181,12 @@ describe("a down-scoped token on every API door", () => {
     });
 
     it("anti-escalation: a reduced token grants only what it holds after reduction", async () => {
-      const robot = (await op("POST", `/iam/v2beta1/identities/${org}`, { name: `robot ${door.name.replace(/[^a-z]/g, "")}`, claimMatch: { issuer: idp.issuer, subject: `robot-${door.name}` } })).uid;
+      const robot = (
+        await op("POST", `/iam/v2beta1/identities/${org}`, {
+          name: `robot ${door.name.replace(/[^a-z]/g, "")}`,
+          claimMatch: { issuer: idp.issuer, subject: `robot-${door.name}` },
+        })
+      ).uid;
       const before = snapshotDb(t.dbFile);
       // viewer holds more than groups.list: granting it would hand out what the token lacks.
       const viewer = await door.call(t.url, granter, RoleBindingsService.method.createRoleBinding, {

@@ -63,11 +63,13 @@ async function world(door: CallDoor, tag: string) {
   let roleCount = 0;
   const narrow = async (who: string, capabilities: Capability[]) => {
     roleCount++;
-    const role = (await op("POST", `/iam/v2beta1/roles/${org}`, { name: `narrow-${roleCount}`, capabilities: capabilities.map((c) => Capability[c]) })).uid as string;
+    const role = (await op("POST", `/iam/v2beta1/roles/${org}`, { name: `narrow-${roleCount}`, capabilities: capabilities.map((c) => Capability[c]) }))
+      .uid as string;
     const binding = (await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: who, roleUid: role })).uid as string;
     return { role, binding };
   };
-  const bind = async (who: string, role: string) => (await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: who, roleUid: builtInRoleUid(role) })).uid as string;
+  const bind = async (who: string, role: string) =>
+    (await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: who, roleUid: builtInRoleUid(role) })).uid as string;
   return { org, alice, mallory, aliceOwner, narrow, bind };
 }
 
@@ -98,28 +100,48 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     const mallory = as(door, w.mallory);
     // The reported attack: only identity_uid changes, and mallory would become owner.
     await expectRefused(
-      () => mallory(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: w.aliceOwner, identityUid: w.mallory.uid }, updateMask: { paths: ["identity_uid"] } }),
+      () =>
+        mallory(RoleBindingsService.method.updateRoleBinding, {
+          roleBinding: { uid: w.aliceOwner, identityUid: w.mallory.uid },
+          updateMask: { paths: ["identity_uid"] },
+        }),
       ...ESCALATION,
     );
     // Without a mask, the same.
-    await expectRefused(() => mallory(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: w.aliceOwner, identityUid: w.mallory.uid } }), ...ESCALATION);
+    await expectRefused(
+      () => mallory(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: w.aliceOwner, identityUid: w.mallory.uid } }),
+      ...ESCALATION,
+    );
     // Taking owner away from alice (down to a role mallory could grant) is refused too, and so is deleting it.
     const carol = await user(`carol-${door.name.replace(/[^a-z]/g, "")}`);
     const carolViewer = await w.bind(carol.uid, "viewer");
     await expectRefused(
-      () => mallory(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: w.aliceOwner, roleUid: builtInRoleUid("viewer") }, updateMask: { paths: ["role_uid"] } }),
+      () =>
+        mallory(RoleBindingsService.method.updateRoleBinding, {
+          roleBinding: { uid: w.aliceOwner, roleUid: builtInRoleUid("viewer") },
+          updateMask: { paths: ["role_uid"] },
+        }),
       ...ESCALATION,
     );
     await expectRefused(() => mallory(RoleBindingsService.method.deleteRoleBinding, { uid: w.aliceOwner }), ...ESCALATION);
     // Moving a viewer binding needs viewer's capabilities, which mallory's narrow role lacks.
     await expectRefused(
-      () => mallory(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: carolViewer, identityUid: w.mallory.uid }, updateMask: { paths: ["identity_uid"] } }),
+      () =>
+        mallory(RoleBindingsService.method.updateRoleBinding, {
+          roleBinding: { uid: carolViewer, identityUid: w.mallory.uid },
+          updateMask: { paths: ["identity_uid"] },
+        }),
       ...ESCALATION,
     );
     // An owner re-targets and deletes bindings as before.
     const alice = as(door, w.alice);
     const dave = await user(`dave-${door.name.replace(/[^a-z]/g, "")}`);
-    expectOk(await alice(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: carolViewer, identityUid: dave.uid }, updateMask: { paths: ["identity_uid"] } }));
+    expectOk(
+      await alice(RoleBindingsService.method.updateRoleBinding, {
+        roleBinding: { uid: carolViewer, identityUid: dave.uid },
+        updateMask: { paths: ["identity_uid"] },
+      }),
+    );
     expectOk(await alice(RoleBindingsService.method.deleteRoleBinding, { uid: carolViewer }));
   });
 
@@ -131,7 +153,10 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     await expectRefused(
       () =>
         mallory(RolesService.method.updateRole, {
-          role: { uid: own.role, capabilities: [Capability.CAP_IAM_ROLES_UPDATE, Capability.CAP_IAM_ROLES_CREATE, Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_GROUPS_DELETE] },
+          role: {
+            uid: own.role,
+            capabilities: [Capability.CAP_IAM_ROLES_UPDATE, Capability.CAP_IAM_ROLES_CREATE, Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_GROUPS_DELETE],
+          },
           updateMask: { paths: ["capabilities"] },
         }),
       ...ESCALATION,
@@ -139,7 +164,11 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     // ...or to an unbound role she could later get bound to; or creates one with it.
     const spare = (await op("POST", `/iam/v2beta1/roles/${w.org}`, { name: "spare", capabilities: ["CAP_IAM_GROUPS_LIST"] })).uid as string;
     await expectRefused(
-      () => mallory(RolesService.method.updateRole, { role: { uid: spare, capabilities: [Capability.CAP_IAM_ROLE_BINDINGS_CREATE] }, updateMask: { paths: ["capabilities"] } }),
+      () =>
+        mallory(RolesService.method.updateRole, {
+          role: { uid: spare, capabilities: [Capability.CAP_IAM_ROLE_BINDINGS_CREATE] },
+          updateMask: { paths: ["capabilities"] },
+        }),
       ...ESCALATION,
     );
     await expectRefused(
@@ -147,33 +176,86 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
       ...ESCALATION,
     );
     // Capabilities she holds: fine, on update and on create; so is dropping one.
-    expectOk(await mallory(RolesService.method.updateRole, { role: { uid: spare, capabilities: [Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_ROLES_CREATE] }, updateMask: { paths: ["capabilities"] } }));
+    expectOk(
+      await mallory(RolesService.method.updateRole, {
+        role: { uid: spare, capabilities: [Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_ROLES_CREATE] },
+        updateMask: { paths: ["capabilities"] },
+      }),
+    );
     expectOk(await mallory(RolesService.method.createRole, { parent: w.org, role: { name: "fair", capabilities: [Capability.CAP_IAM_GROUPS_LIST] } }));
-    expectOk(await mallory(RolesService.method.updateRole, { role: { uid: spare, capabilities: [Capability.CAP_IAM_GROUPS_LIST] }, updateMask: { paths: ["capabilities"] } }));
+    expectOk(
+      await mallory(RolesService.method.updateRole, {
+        role: { uid: spare, capabilities: [Capability.CAP_IAM_GROUPS_LIST] },
+        updateMask: { paths: ["capabilities"] },
+      }),
+    );
   });
 
   it("changing how an owner-bound identity is assumed needs what its bindings grant", async () => {
     const w = await world(door, "id");
     await w.narrow(w.mallory.uid, [Capability.CAP_IAM_IDENTITY_UPDATE, Capability.CAP_IAM_IDENTITY_DELETE]);
-    const robot = (await op("POST", `/iam/v2beta1/identities/${w.org}`, { name: "deploy robot", claimMatch: { issuer: "https://ci.example.test", subject: "deploy" } })).uid as string;
+    const robot = (
+      await op("POST", `/iam/v2beta1/identities/${w.org}`, { name: "deploy robot", claimMatch: { issuer: "https://ci.example.test", subject: "deploy" } })
+    ).uid as string;
     await w.bind(robot, "owner");
     const mallory = as(door, w.mallory);
-    const claims = (issuer: string, subject: string) => ({ iss: { case: "issuer" as const, value: issuer }, sub: { case: "subject" as const, value: subject } });
+    const claims = (issuer: string, subject: string) => ({
+      iss: { case: "issuer" as const, value: issuer },
+      sub: { case: "subject" as const, value: subject },
+    });
     const mine = claims("https://idp.example.test", "mallory");
     // The reported attack: claim_match re-pointed at mallory's own IdP subject.
-    await expectRefused(() => mallory(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: mine } }, updateMask: { paths: ["claim_match"] } }), ...ESCALATION);
-    await expectRefused(() => mallory(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: mine } } }), ...ESCALATION);
+    await expectRefused(
+      () =>
+        mallory(IdentitiesService.method.updateIdentity, {
+          identity: { uid: robot, relationship: { case: "claimMatch", value: mine } },
+          updateMask: { paths: ["claim_match"] },
+        }),
+      ...ESCALATION,
+    );
+    await expectRefused(
+      () => mallory(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: mine } } }),
+      ...ESCALATION,
+    );
     // Any other way in: static keys of her own.
-    const staticKeys = { issuer: "https://keys.example.test", subject: "mallory", issuerKeys: JSON.stringify({ keys: [{ kty: "EC", crv: "P-256", x: "x", y: "y" }] }) };
-    await expectRefused(() => mallory(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "staticKeys", value: staticKeys } }, updateMask: { paths: ["static_keys"] } }), ...ESCALATION);
+    const staticKeys = {
+      issuer: "https://keys.example.test",
+      subject: "mallory",
+      issuerKeys: JSON.stringify({ keys: [{ kty: "EC", crv: "P-256", x: "x", y: "y" }] }),
+    };
+    await expectRefused(
+      () =>
+        mallory(IdentitiesService.method.updateIdentity, {
+          identity: { uid: robot, relationship: { case: "staticKeys", value: staticKeys } },
+          updateMask: { paths: ["static_keys"] },
+        }),
+      ...ESCALATION,
+    );
     // Deleting it takes owner away from it: refused as well.
     await expectRefused(() => mallory(IdentitiesService.method.deleteIdentity, { uid: robot }), ...ESCALATION);
     // Its description is not how it is assumed; an unbound identity grants nothing.
-    expectOk(await mallory(IdentitiesService.method.updateIdentity, { identity: { uid: robot, description: "renamed by mallory" }, updateMask: { paths: ["description"] } }));
-    const idle = (await op("POST", `/iam/v2beta1/identities/${w.org}`, { name: "idle robot", claimMatch: { issuer: "https://ci.example.test", subject: "idle" } })).uid as string;
-    expectOk(await mallory(IdentitiesService.method.updateIdentity, { identity: { uid: idle, relationship: { case: "claimMatch", value: mine } }, updateMask: { paths: ["claim_match"] } }));
+    expectOk(
+      await mallory(IdentitiesService.method.updateIdentity, {
+        identity: { uid: robot, description: "renamed by mallory" },
+        updateMask: { paths: ["description"] },
+      }),
+    );
+    const idle = (
+      await op("POST", `/iam/v2beta1/identities/${w.org}`, { name: "idle robot", claimMatch: { issuer: "https://ci.example.test", subject: "idle" } })
+    ).uid as string;
+    expectOk(
+      await mallory(IdentitiesService.method.updateIdentity, {
+        identity: { uid: idle, relationship: { case: "claimMatch", value: mine } },
+        updateMask: { paths: ["claim_match"] },
+      }),
+    );
     // The owner may re-point its robot.
-    expectOk(await as(door, w.alice)(IdentitiesService.method.updateIdentity, { identity: { uid: robot, relationship: { case: "claimMatch", value: claims("https://ci.example.test", "deploy-2") } }, updateMask: { paths: ["claim_match"] } }));
+    expectOk(
+      await as(door, w.alice)(IdentitiesService.method.updateIdentity, {
+        identity: { uid: robot, relationship: { case: "claimMatch", value: claims("https://ci.example.test", "deploy-2") } },
+        updateMask: { paths: ["claim_match"] },
+      }),
+    );
   });
 
   it("only the operator sets `verified`, on v2beta1 and v1 alike", async () => {
@@ -184,14 +266,30 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     await expectRefused(() => mallory(GroupsService.method.createGroup, { parent: "", group: { name: "victim.example", verified: true } }), ...OPERATOR_ONLY);
     await expectRefused(() => mallory(Groups.method.create, { parent: "", group: { name: "victim.example", verified: true } }), ...OPERATOR_ONLY);
     // Even the organization's owner cannot verify it.
-    await expectRefused(() => alice(GroupsService.method.updateGroup, { group: { uid: w.org, verified: true }, updateMask: { paths: ["verified"] } }), ...OPERATOR_ONLY);
+    await expectRefused(
+      () => alice(GroupsService.method.updateGroup, { group: { uid: w.org, verified: true }, updateMask: { paths: ["verified"] } }),
+      ...OPERATOR_ONLY,
+    );
     await expectRefused(() => alice(GroupsService.method.updateGroup, { group: { uid: w.org, verified: true } }), ...OPERATOR_ONLY);
     await expectRefused(() => alice(Groups.method.update, { id: w.org, name: "renamed", verified: true }), ...OPERATOR_ONLY);
     // Writes that leave it alone keep working; the operator sets it.
-    expectOk(await alice(GroupsService.method.updateGroup, { group: { uid: w.org, description: "ours", verified: false }, updateMask: { paths: ["description", "verified"] } }));
-    expectOk(await as(door, { uid: "", token: t.token })(GroupsService.method.updateGroup, { group: { uid: w.org, verified: true }, updateMask: { paths: ["verified"] } }));
+    expectOk(
+      await alice(GroupsService.method.updateGroup, {
+        group: { uid: w.org, description: "ours", verified: false },
+        updateMask: { paths: ["description", "verified"] },
+      }),
+    );
+    expectOk(
+      await as(door, { uid: "", token: t.token })(GroupsService.method.updateGroup, {
+        group: { uid: w.org, verified: true },
+        updateMask: { paths: ["verified"] },
+      }),
+    );
     // Now verified: the owner may not clear it either, but a v1 PUT (which cannot say "unchanged") keeps it.
-    await expectRefused(() => alice(GroupsService.method.updateGroup, { group: { uid: w.org, verified: false }, updateMask: { paths: ["verified"] } }), ...OPERATOR_ONLY);
+    await expectRefused(
+      () => alice(GroupsService.method.updateGroup, { group: { uid: w.org, verified: false }, updateMask: { paths: ["verified"] } }),
+      ...OPERATOR_ONLY,
+    );
     const v1 = expectOk(await alice(Groups.method.update, { id: w.org, name: `org-v1-${door.name.replace(/[^a-z]/g, "")}`.slice(0, 63) }));
     expect(v1.verified).toBe(true);
   });
@@ -202,11 +300,19 @@ describe.each(callDoors)("no caller raises its own power over $name", (door) => 
     const LAST_OWNER = [9, "FAILED_PRECONDITION", "LAST_OWNER"] as const;
     await expectRefused(() => alice(RoleBindingsService.method.deleteRoleBinding, { uid: w.aliceOwner }), ...LAST_OWNER);
     await expectRefused(
-      () => alice(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: w.aliceOwner, roleUid: builtInRoleUid("viewer") }, updateMask: { paths: ["role_uid"] } }),
+      () =>
+        alice(RoleBindingsService.method.updateRoleBinding, {
+          roleBinding: { uid: w.aliceOwner, roleUid: builtInRoleUid("viewer") },
+          updateMask: { paths: ["role_uid"] },
+        }),
       ...LAST_OWNER,
     );
     await expectRefused(
-      () => alice(RoleBindingsService.method.updateRoleBinding, { roleBinding: { uid: w.aliceOwner, identityUid: w.mallory.uid }, updateMask: { paths: ["identity_uid"] } }),
+      () =>
+        alice(RoleBindingsService.method.updateRoleBinding, {
+          roleBinding: { uid: w.aliceOwner, identityUid: w.mallory.uid },
+          updateMask: { paths: ["identity_uid"] },
+        }),
       ...LAST_OWNER,
     );
     // Deleting the identity that holds it (only the operator can delete a user identity).

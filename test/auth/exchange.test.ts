@@ -42,7 +42,12 @@ beforeAll(async () => {
   });
   org = (await op("POST", "/iam/v2beta1/groups", { name: "acme" })).uid;
   exact = (await op("POST", `/iam/v2beta1/identities/${org}`, { name: "deployer", claimMatch: { issuer: idp.issuer, subject: SUBJECT } })).uid;
-  pattern = (await op("POST", `/iam/v2beta1/identities/${org}`, { name: "any branch", claimMatch: { issuer: idp.issuer, subjectPattern: "repo:acme/app:ref:refs/heads/.*" } })).uid;
+  pattern = (
+    await op("POST", `/iam/v2beta1/identities/${org}`, {
+      name: "any branch",
+      claimMatch: { issuer: idp.issuer, subjectPattern: "repo:acme/app:ref:refs/heads/.*" },
+    })
+  ).uid;
   await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: exact, roleUid: builtInRoleUid("viewer") });
 });
 afterAll(async () => {
@@ -189,7 +194,9 @@ describe("the exchange and the rest of the server", () => {
 
   it("refuses an IdP token in the URL", async () => {
     const idToken = await idp.sign({ sub: SUBJECT, aud: t.app.issuer.issuer });
-    const res = await rest(t.url, "GET", `/sts/exchange?aud=${encodeURIComponent(api())}&identity=${exact}&access_token=${idToken}`, undefined, { authorization: "" });
+    const res = await rest(t.url, "GET", `/sts/exchange?aud=${encodeURIComponent(api())}&identity=${exact}&access_token=${idToken}`, undefined, {
+      authorization: "",
+    });
     expect(res.status).toBe(401);
     expect(res.body.details[0].reason).toBe("TOKEN_IN_URL");
   });

@@ -54,9 +54,7 @@ const SERVICES: DescService[] = [
 
 /** Every List whose request has a UIDPFilter, with the JSON/proto names of the fields that name a group. */
 const LISTS = [...buildPlans(SERVICES)].flatMap(([method, plan]) =>
-  plan.kind === "list" && plan.namedScopes.length > 0
-    ? [{ method, filter: plan.namedScopes[0]![0]!, fields: plan.namedScopes.map((p) => p[1]!) }]
-    : [],
+  plan.kind === "list" && plan.namedScopes.length > 0 ? [{ method, filter: plan.namedScopes[0]![0]!, fields: plan.namedScopes.map((p) => p[1]!) }] : [],
 );
 
 let t: TestApp;

@@ -154,7 +154,11 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
     const before = snapshotDb(t.dbFile);
     const ci = await idp.sign({ sub: "ci", aud: t.app.issuer.issuer });
     expect(await door.exchange(ci, { identity: robot, refresh: "true" })).toMatchObject({ ok: false, code: 3, field: REFRESH_REQUEST_HEADER });
-    expect(await door.exchange(await idp.sign({ sub: "x", aud: CLIENT_ID }), { refresh: "please" })).toMatchObject({ ok: false, code: 3, field: REFRESH_REQUEST_HEADER });
+    expect(await door.exchange(await idp.sign({ sub: "x", aud: CLIENT_ID }), { refresh: "please" })).toMatchObject({
+      ok: false,
+      code: 3,
+      field: REFRESH_REQUEST_HEADER,
+    });
     expect(snapshotDb(t.dbFile)).toBe(before);
   });
 
@@ -196,7 +200,11 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
 
   it("a missing, malformed or unknown refresh token is UNAUTHENTICATED and writes nothing", async () => {
     const before = snapshotDb(t.dbFile);
-    expect(await door.refresh(Buffer.from(JSON.stringify({ exp: 1, rt: "guess" })).toString("base64"), {})).toMatchObject({ ok: false, code: 16, reason: "TOKEN_INVALID" });
+    expect(await door.refresh(Buffer.from(JSON.stringify({ exp: 1, rt: "guess" })).toString("base64"), {})).toMatchObject({
+      ok: false,
+      code: 16,
+      reason: "TOKEN_INVALID",
+    });
     expect(await door.refresh("not base64 at all!", {})).toMatchObject({ ok: false, code: 16 });
     // An API token is not a refresh token.
     expect(await door.refresh(t.token, {})).toMatchObject({ ok: false, code: 16 });

@@ -112,7 +112,12 @@ function apiCases(server: () => TestApp): Case[] {
     send: async (_t, url, auth) =>
       outcomeOf(
         "grpc-web",
-        await rawRequest(url, { h2, path: LIST, headers: [...authPairs(auth), ["content-type", "application/grpc-web+proto"]], body: envelope(Buffer.alloc(0)) }),
+        await rawRequest(url, {
+          h2,
+          path: LIST,
+          headers: [...authPairs(auth), ["content-type", "application/grpc-web+proto"]],
+          body: envelope(Buffer.alloc(0)),
+        }),
       ),
   });
   return [connect(false), connect(true), grpc, grpcWeb(false), grpcWeb(true)];
@@ -164,14 +169,16 @@ describe("two Authorization headers on the token exchange", () => {
       door: "rest",
       h2: false,
       server: fastServer,
-      send: async (_t, url, auth) => outcomeOf("rest", await rawRequest(url, { h2: false, method: "GET", path: `/sts/exchange?${q(fast)}`, headers: authPairs(auth) })),
+      send: async (_t, url, auth) =>
+        outcomeOf("rest", await rawRequest(url, { h2: false, method: "GET", path: `/sts/exchange?${q(fast)}`, headers: authPairs(auth) })),
     },
     {
       name: "rest GET /sts/exchange h2",
       door: "rest",
       h2: true,
       server: fastServer,
-      send: async (_t, url, auth) => outcomeOf("rest", await rawRequest(url, { h2: true, method: "GET", path: `/sts/exchange?${q(fast)}`, headers: authPairs(auth) })),
+      send: async (_t, url, auth) =>
+        outcomeOf("rest", await rawRequest(url, { h2: true, method: "GET", path: `/sts/exchange?${q(fast)}`, headers: authPairs(auth) })),
     },
     {
       name: "rest POST /sts/exchange (form) http/1.1",
@@ -181,7 +188,12 @@ describe("two Authorization headers on the token exchange", () => {
       send: async (_t, url, auth) =>
         outcomeOf(
           "rest",
-          await rawRequest(url, { h2: false, path: "/sts/exchange", headers: [...authPairs(auth), ["content-type", "application/x-www-form-urlencoded"]], body: q(fast) }),
+          await rawRequest(url, {
+            h2: false,
+            path: "/sts/exchange",
+            headers: [...authPairs(auth), ["content-type", "application/x-www-form-urlencoded"]],
+            body: q(fast),
+          }),
         ),
     },
     ...[fastServer, slowServer].flatMap((server): Case[] => [

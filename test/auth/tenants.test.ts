@@ -240,7 +240,9 @@ describe("anti-escalation", () => {
     const pete = await createUserIdentity(t.dataDir, "pete");
     const token = await identityToken(t.app, pete);
     await bind(tree.B, pete, "registry.pull_token_creator");
-    const robot = (await op("POST", `/iam/v2beta1/identities/${tree.B1}`, { name: "pull robot", claimMatch: { issuer: "https://ci.example.test", subject: "robot" } })).uid;
+    const robot = (
+      await op("POST", `/iam/v2beta1/identities/${tree.B1}`, { name: "pull robot", claimMatch: { issuer: "https://ci.example.test", subject: "robot" } })
+    ).uid;
     const as = (body: unknown, path = `/iam/v2beta1/roleBindings/${tree.B1}`) => rest(t.url, "POST", path, body, { authorization: `Bearer ${token}` });
     // Within its own capabilities: fine.
     expect((await as({ identityUid: robot, roleUid: builtInRoleUid("registry.pull") })).status).toBe(200);

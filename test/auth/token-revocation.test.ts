@@ -116,7 +116,15 @@ describe("revoking every token of an identity", () => {
       const opened = openDatabase(t.dataDir, { lock: false });
       try {
         await createRefreshTokensRepository(opened.db).issue(
-          { tokenHash: `h-${user}`, familyId: `f-${user}`, identityUid: user, audiences: [t.url], issueTime: Date.now(), expireTime: Date.now() + 3600_000, familyExpireTime: Date.now() + 3600_000 },
+          {
+            tokenHash: `h-${user}`,
+            familyId: `f-${user}`,
+            identityUid: user,
+            audiences: [t.url],
+            issueTime: Date.now(),
+            expireTime: Date.now() + 3600_000,
+            familyExpireTime: Date.now() + 3600_000,
+          },
           Date.now(),
         );
         expect(await createRefreshTokensRepository(opened.db).find(`h-${user}`)).toBeDefined();
@@ -179,11 +187,16 @@ describe("who may revoke", () => {
   it("identity.delete at the group revokes a robot's tokens, but not one granted more than the caller holds (escalation guard)", async () => {
     const org = (await op("POST", "/iam/v2beta1/groups", { name: `revoke-org-${++seq}` })).uid as string;
     const admin = await newUser("who-admin");
-    const role = (await op("POST", `/iam/v2beta1/roles/${org}`, { name: `revoker-${seq}`, capabilities: [Capability[Capability.CAP_IAM_IDENTITY_DELETE]] })).uid as string;
+    const role = (await op("POST", `/iam/v2beta1/roles/${org}`, { name: `revoker-${seq}`, capabilities: [Capability[Capability.CAP_IAM_IDENTITY_DELETE]] }))
+      .uid as string;
     await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: admin, roleUid: role });
     const adminToken = await identityToken(t.app, admin);
-    const plainRobot = (await op("POST", `/iam/v2beta1/identities/${org}`, { name: "plain", claimMatch: { issuer: "https://idp.example.test", subject: "ci-plain" } })).uid as string;
-    const ownerRobot = (await op("POST", `/iam/v2beta1/identities/${org}`, { name: "owner", claimMatch: { issuer: "https://idp.example.test", subject: "ci-owner" } })).uid as string;
+    const plainRobot = (
+      await op("POST", `/iam/v2beta1/identities/${org}`, { name: "plain", claimMatch: { issuer: "https://idp.example.test", subject: "ci-plain" } })
+    ).uid as string;
+    const ownerRobot = (
+      await op("POST", `/iam/v2beta1/identities/${org}`, { name: "owner", claimMatch: { issuer: "https://idp.example.test", subject: "ci-owner" } })
+    ).uid as string;
     await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: ownerRobot, roleUid: builtInRoleUid("owner") });
     const plainToken = await identityToken(t.app, plainRobot);
     const ownerToken = await identityToken(t.app, ownerRobot);

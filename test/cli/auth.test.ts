@@ -200,7 +200,8 @@ describe("trellis auth login --identity (a CI job)", () => {
     try {
       const org = JSON.parse((await operator.run(["iam", "groups", "create", "ci-org", "-o", "json"])).stdout);
       const identity = JSON.parse(
-        (await operator.run(["iam", "identities", "create", "deployer", "--group", org.uid, "--issuer", idp.issuer, "--subject", "ci-job", "-o", "json"])).stdout,
+        (await operator.run(["iam", "identities", "create", "deployer", "--group", org.uid, "--issuer", idp.issuer, "--subject", "ci-job", "-o", "json"]))
+          .stdout,
       );
       expect((await operator.run(["iam", "role-bindings", "create", "--group", org.uid, "--identity", identity.uid, "--role", "viewer"])).code).toBe(0);
 
@@ -249,7 +250,20 @@ describe("trellis auth login --invite (joining a group)", () => {
     const dan = cliRunner(t.url);
     try {
       const org = JSON.parse((await operator.run(["iam", "groups", "create", "invited-org", "-o", "json"])).stdout);
-      const created = await operator.run(["iam", "invites", "create", "--group", "invited-org", "--role", "viewer", "--single-use", "--ttl", "1h", "-o", "json"]);
+      const created = await operator.run([
+        "iam",
+        "invites",
+        "create",
+        "--group",
+        "invited-org",
+        "--role",
+        "viewer",
+        "--single-use",
+        "--ttl",
+        "1h",
+        "-o",
+        "json",
+      ]);
       expect(created.code, created.stderr).toBe(0);
       const { code } = JSON.parse(created.stdout);
       // Bound to the user's verified email: works only because the login asked for `email`.

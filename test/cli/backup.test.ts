@@ -106,10 +106,7 @@ describe("trellis backup, then trellis restore", () => {
           const name = `w${w} n${i}`;
           if (backupDone) sentAfterBackup.add(name);
           try {
-            const uid =
-              w % 2 === 0
-                ? await restCreateGroup(server.url, token, parent, name)
-                : (await grpc.createGroup({ parent, group: { name } })).uid;
+            const uid = w % 2 === 0 ? await restCreateGroup(server.url, token, parent, name) : (await grpc.createGroup({ parent, group: { name } })).uid;
             acknowledged.push(uid);
             if (backupRunning) acknowledgedDuringBackup++;
           } catch (err) {

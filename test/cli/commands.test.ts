@@ -106,8 +106,20 @@ describe("trellis iam (subprocess against a real server)", () => {
   it("identities: create with a claim match, get, update, list, delete; an unknown uid is exit 1 NOT_FOUND", async () => {
     const id = json(
       await ok([
-        "iam", "identities", "create", "ci-bot", "--group", "acme", "--description", "CI",
-        "--issuer", "https://token.actions.example", "--subject", "repo:acme/app:ref:refs/heads/main", "-o", "json",
+        "iam",
+        "identities",
+        "create",
+        "ci-bot",
+        "--group",
+        "acme",
+        "--description",
+        "CI",
+        "--issuer",
+        "https://token.actions.example",
+        "--subject",
+        "repo:acme/app:ref:refs/heads/main",
+        "-o",
+        "json",
       ]),
     );
     expect(id).toMatchObject({
@@ -137,10 +149,7 @@ describe("trellis iam (subprocess against a real server)", () => {
   }, 60_000);
 
   it("roles, role bindings and invites: the new-user path from a group to a binding, and their error paths", async () => {
-    const [viewer, roles] = await Promise.all([
-      ok(["iam", "roles", "get", "viewer", "-o", "json"]),
-      ok(["iam", "roles", "list", "-o", "id"]),
-    ]);
+    const [viewer, roles] = await Promise.all([ok(["iam", "roles", "get", "viewer", "-o", "json"]), ok(["iam", "roles", "list", "-o", "id"])]);
     expect(json(viewer)).toMatchObject({ name: "viewer" });
     expect(roles.stdout.split("\n")).toContain(json(viewer).uid);
 
@@ -233,7 +242,11 @@ describe("trellis import, registry and advisories", () => {
       ok(["advisories", "list", "--alias", "CVE-2026-1111", "-o", "json"]),
     ]);
     expect(json(repo)).toMatchObject({ uid: nginx.uid, name: "nginx", description: "web server" });
-    expect(json(tags).map((t: { name: string }) => t.name).sort()).toEqual(["1.27", "latest"]);
+    expect(
+      json(tags)
+        .map((t: { name: string }) => t.name)
+        .sort(),
+    ).toEqual(["1.27", "latest"]);
     expect(table.stdout).toMatch(/^UID\s+NAME\s+ACTIVE TAGS\s+CREATED$/m);
     const [advisory] = json(advisories);
     expect(advisory).toMatchObject({ advisoryId: "CGA-2222-aaaa-bbbb", aliases: expect.arrayContaining(["CVE-2026-1111"]) });

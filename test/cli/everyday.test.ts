@@ -32,10 +32,7 @@ const json = jsonOut;
 
 describe("capabilities by their published names", () => {
   it("`iam capabilities list` prints the published names with descriptions; roles create takes them", async () => {
-    const [listed, table] = await Promise.all([
-      ok(["iam", "capabilities", "list", "-o", "json"]),
-      ok(["iam", "capabilities", "list", "-o", "table"]),
-    ]);
+    const [listed, table] = await Promise.all([ok(["iam", "capabilities", "list", "-o", "json"]), ok(["iam", "capabilities", "list", "-o", "table"])]);
     const caps = json(listed) as { name: string; capability: string; description: string }[];
     expect(caps).toContainEqual(expect.objectContaining({ name: "groups.list", capability: "CAP_IAM_GROUPS_LIST", description: "list and read groups" }));
     expect(caps.every((c) => c.description !== "")).toBe(true);
@@ -132,11 +129,29 @@ describe("network and TLS failures", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-ca-"));
     const certFile = path.join(dir, "cert.pem");
     const keyFile = path.join(dir, "key.pem");
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-      "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-    ], { stdio: "ignore", timeout: 15_000 });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        keyFile,
+        "-out",
+        certFile,
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+      ],
+      { stdio: "ignore", timeout: 15_000 },
+    );
     const tls = await startTestApp({ tls: { certFile, keyFile } });
     const quick = { TRELLIS_RETRY_DELAY_MS: "1", TRELLIS_TOKEN: tls.token };
     try {
@@ -220,7 +235,10 @@ describe("completion of option values", () => {
     expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"iam identities list\"' -l group -x -a '(__trellis_groups)'");
     expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"iam groups get\"' -a '(__trellis_groups)'");
     expect(fish.stdout).toContain("complete -c trellis -n '__trellis_at \"iam\"' -a 'groups'");
-    for (const [shell, bin] of [["zsh", "zsh"], ["fish", "fish"]] as const) {
+    for (const [shell, bin] of [
+      ["zsh", "zsh"],
+      ["fish", "fish"],
+    ] as const) {
       // Where the shell is installed, the script must at least parse.
       try {
         execFileSync("which", [bin], { stdio: "ignore", timeout: 5_000 });

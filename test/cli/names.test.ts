@@ -30,8 +30,12 @@ describe("names wherever a resource is named", () => {
   it("identities: get, update and delete by name; --group narrows an ambiguous name", async () => {
     const acme = json(await ok(["iam", "groups", "create", "names-acme", "-o", "json"]));
     const beta = json(await ok(["iam", "groups", "create", "names-beta", "-o", "json"]));
-    const bot = json(await ok(["iam", "identities", "create", "deploy-bot", "--group", "names-acme", "--issuer", "https://ci.example", "--subject", "a", "-o", "json"]));
-    const other = json(await ok(["iam", "identities", "create", "deploy-bot", "--group", "names-beta", "--issuer", "https://ci.example", "--subject", "b", "-o", "json"]));
+    const bot = json(
+      await ok(["iam", "identities", "create", "deploy-bot", "--group", "names-acme", "--issuer", "https://ci.example", "--subject", "a", "-o", "json"]),
+    );
+    const other = json(
+      await ok(["iam", "identities", "create", "deploy-bot", "--group", "names-beta", "--issuer", "https://ci.example", "--subject", "b", "-o", "json"]),
+    );
 
     const ambiguous = await cli.run(["iam", "identities", "get", "deploy-bot"]);
     expect(ambiguous.code).toBe(2);
@@ -53,7 +57,9 @@ describe("names wherever a resource is named", () => {
   it("roles: get and delete a custom role by name; role bindings created, listed and deleted by identity + role names", async () => {
     await ok(["iam", "groups", "create", "names-roles"]);
     const role = json(await ok(["iam", "roles", "create", "releaser", "--group", "names-roles", "--capability", "groups.list", "-o", "json"]));
-    const who = json(await ok(["iam", "identities", "create", "release-bot", "--group", "names-roles", "--issuer", "https://ci.example", "--subject", "r", "-o", "json"]));
+    const who = json(
+      await ok(["iam", "identities", "create", "release-bot", "--group", "names-roles", "--issuer", "https://ci.example", "--subject", "r", "-o", "json"]),
+    );
 
     expect(json(await ok(["iam", "roles", "get", "releaser", "-o", "json"])).uid).toBe(role.uid);
     const binding = json(

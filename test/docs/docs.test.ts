@@ -113,7 +113,10 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
     expect(summaries[0]).toMatch(/^import: 13 loaded, 0 updated, 0 unchanged, 0 rejected /);
     expect(summaries[1]).toMatch(/^import: 0 loaded, 0 updated, 13 unchanged, 0 rejected /);
     expect(summaries[2]).toMatch(/^import: 0 loaded, 0 updated, 0 unchanged, 1 rejected /);
-    expect(stdout.trim().split("\n").slice(-2)).toEqual([expect.stringMatching(/^[0-9a-f]{40}\/[0-9a-f]{16}$/), expect.stringMatching(/^[0-9a-f]{40}\/[0-9a-f]{16}$/)]);
+    expect(stdout.trim().split("\n").slice(-2)).toEqual([
+      expect.stringMatching(/^[0-9a-f]{40}\/[0-9a-f]{16}$/),
+      expect.stringMatching(/^[0-9a-f]{40}\/[0-9a-f]{16}$/),
+    ]);
   },
 };
 

@@ -53,7 +53,12 @@ export function parseShellBlocks(markdown: string): ParsedDoc {
       const body: string[] = [];
       for (i++; i < lines.length && !/^```\s*$/.test(lines[i] as string); i++) body.push(lines[i] as string);
       if (SHELL_LANGS.has(lang)) {
-        blocks.push({ line: start + 1, text: body.join("\n"), ...(pending?.skip !== undefined ? { skip: pending.skip } : {}), ...(pending?.id ? { id: pending.id } : {}) });
+        blocks.push({
+          line: start + 1,
+          text: body.join("\n"),
+          ...(pending?.skip !== undefined ? { skip: pending.skip } : {}),
+          ...(pending?.id ? { id: pending.id } : {}),
+        });
       } else if (pending) {
         problems.push(`line ${pending.line}: docs-test marker precedes a \`${lang || "plain"}\` block, not a shell block`);
       }

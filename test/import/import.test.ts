@@ -34,7 +34,10 @@ async function run(args: string[], tty = false): Promise<Run> {
   const out: string[] = [];
   const err: string[] = [];
   const stdout = new PassThrough().on("data", (c) => out.push(String(c)));
-  const stderr = Object.assign(new PassThrough().on("data", (c) => err.push(String(c))), { isTTY: tty, columns: 100, cursorTo: () => true, clearLine: () => true, moveCursor: () => true });
+  const stderr = Object.assign(
+    new PassThrough().on("data", (c) => err.push(String(c))),
+    { isTTY: tty, columns: 100, cursorTo: () => true, clearLine: () => true, moveCursor: () => true },
+  );
   const code = await runImport(["--data", t.dataDir, ...args], { stdout, stderr, env: {} });
   return { code, stdout: out.join(""), stderr: err.join("") };
 }
@@ -152,7 +155,9 @@ describe("trellis import", () => {
       holder.exec("BEGIN IMMEDIATE");
       const r = await run(["--group", org, OSV_DIR]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(/^trellis import: cannot take the write lock on the database in .*: another process is writing to it \(still busy after \d+ ms\)\. Nothing was imported\. Try again when it is idle\.\n$/);
+      expect(r.stderr).toMatch(
+        /^trellis import: cannot take the write lock on the database in .*: another process is writing to it \(still busy after \d+ ms\)\. Nothing was imported\. Try again when it is idle\.\n$/,
+      );
       expect(r.stdout).toBe("");
     } finally {
       holder.exec("ROLLBACK");

@@ -29,7 +29,10 @@ async function importRecords(records: unknown[]): Promise<{ code: number; stdout
   const err: string[] = [];
   const code = await runImport(["--data", t.dataDir, "--quiet", file], {
     stdout: new PassThrough().on("data", (c) => out.push(String(c))),
-    stderr: Object.assign(new PassThrough().on("data", (c) => err.push(String(c))), { isTTY: false }),
+    stderr: Object.assign(
+      new PassThrough().on("data", (c) => err.push(String(c))),
+      { isTTY: false },
+    ),
     env: {},
   });
   return { code, stdout: out.join(""), stderr: err.join("") };

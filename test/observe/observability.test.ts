@@ -76,7 +76,15 @@ describe("probes", () => {
 
   it("/readyz fails while the database cannot be written (a full disk) and recovers; /healthz stays live", async () => {
     let db: Db | undefined;
-    const t = await startTestApp({}, { storageProbeMs: 3_600_000 }, { onStore: (s) => void (db = sqliteConnectionOf(s)) });
+    const t = await startTestApp(
+      {},
+      { storageProbeMs: 3_600_000 },
+      {
+        onStore: (s) => {
+          db = sqliteConnectionOf(s);
+        },
+      },
+    );
     try {
       const sqlite = (db as Db).$client;
       const room = sqlite.pragma("max_page_count", { simple: true }) as number;
@@ -134,14 +142,20 @@ describe.each([
           let got: string | null = null;
           await createClient(GroupsService, tr.create(t.url)).getGroup(
             { uid },
-            { headers: { "x-request-id": id, traceparent: TRACEPARENT }, onHeader: (h) => void (got = h.get("x-request-id")) },
+            {
+              headers: { "x-request-id": id, traceparent: TRACEPARENT },
+              onHeader: (h) => {
+                got = h.get("x-request-id");
+              },
+            },
           );
           return got;
         },
       ]);
       doors.push([
         "rest",
-        async (id) => (await rest(t.url, "GET", `/iam/v2beta1/groups/${uid}`, undefined, { "x-request-id": id, traceparent: TRACEPARENT })).headers.get("x-request-id"),
+        async (id) =>
+          (await rest(t.url, "GET", `/iam/v2beta1/groups/${uid}`, undefined, { "x-request-id": id, traceparent: TRACEPARENT })).headers.get("x-request-id"),
       ]);
       for (const [name, call] of doors) {
         const id = `req-${name.replace(/[^a-z0-9]/gi, "")}.1:a/b=`;
@@ -172,7 +186,15 @@ describe.each([
           let got: string | null = null;
           const headers: Record<string, string> = { traceparent: "00-00000000000000000000000000000000-00f067aa0ba902b7-01" };
           if (sent !== undefined) headers["x-request-id"] = sent;
-          await createClient(GroupsService, tr.create(t.url)).getGroup({ uid }, { headers, onHeader: (h) => void (got = h.get("x-request-id")) });
+          await createClient(GroupsService, tr.create(t.url)).getGroup(
+            { uid },
+            {
+              headers,
+              onHeader: (h) => {
+                got = h.get("x-request-id");
+              },
+            },
+          );
           expect(got, `${tr.name} ${sent}`).toMatch(UUID);
           const line = captured.lines.find((l) => l.msg === "call" && l.requestId === got);
           expect(line, `${tr.name} ${sent}`).toBeDefined();

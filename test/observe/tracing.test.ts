@@ -71,7 +71,10 @@ function doors(t: TestApp): Door[] {
       (tr): Door => [
         tr.name,
         protocolOf(tr.name),
-        (uid, traceparent) => createClient(GroupsService, tr.create(t.url)).getGroup({ uid }, { headers: { traceparent } }).catch((e: unknown) => e),
+        (uid, traceparent) =>
+          createClient(GroupsService, tr.create(t.url))
+            .getGroup({ uid }, { headers: { traceparent } })
+            .catch((e: unknown) => e),
       ],
     ),
     ["rest", "rest", (uid, traceparent) => rest(t.url, "GET", `/iam/v2beta1/groups/${uid}`, undefined, { traceparent })],

@@ -44,7 +44,9 @@ function normalise(value: unknown): unknown {
 
 function orderOf(table: ReturnType<typeof getTableConfig>): string {
   const pk = table.columns.filter((c) => c.primary).map((c) => c.name);
-  const cols = pk.length ? pk : (table.primaryKeys[0]?.columns.map((c) => c.name) ?? table.indexes.find((i) => i.config.unique)!.config.columns.map((c) => (c as { name: string }).name));
+  const cols = pk.length
+    ? pk
+    : (table.primaryKeys[0]?.columns.map((c) => c.name) ?? table.indexes.find((i) => i.config.unique)!.config.columns.map((c) => (c as { name: string }).name));
   return cols.map((c) => `"${c}"`).join(", ");
 }
 
@@ -52,9 +54,12 @@ function sqliteRows(dataDir: string, table: ReturnType<typeof getTableConfig>): 
   const db = new Database(path.join(dataDir, "trellis.db"), { readonly: true, fileMustExist: true });
   try {
     const cols = table.columns.map((c) => `"${c.name}"`).join(", ");
-    return (db.prepare(`SELECT ${cols} FROM "${table.name}" ORDER BY ${orderOf(table)}`).raw(true).all() as unknown[][]).map((row) =>
-      row.map((v, i) => (table.columns[i]!.columnType === "PgBoolean" ? Number(v) : normalise(v))),
-    );
+    return (
+      db
+        .prepare(`SELECT ${cols} FROM "${table.name}" ORDER BY ${orderOf(table)}`)
+        .raw(true)
+        .all() as unknown[][]
+    ).map((row) => row.map((v, i) => (table.columns[i]!.columnType === "PgBoolean" ? Number(v) : normalise(v))));
   } finally {
     db.close();
   }
@@ -120,14 +125,28 @@ describePostgres("trellis db copy", () => {
 
   it("copies every table of a SQLite deployment row for row, verified, and refuses to copy into it again", async () => {
     const url = await freshPostgresDatabase("copy");
-    for (const table of ["groups", "identities", "roles", "role_bindings", "repos", "tags", "tag_history", "advisories", "advisory_aliases", "advisory_events", "server_keys"]) {
+    for (const table of [
+      "groups",
+      "identities",
+      "roles",
+      "role_bindings",
+      "repos",
+      "tags",
+      "tag_history",
+      "advisories",
+      "advisory_aliases",
+      "advisory_events",
+      "server_keys",
+    ]) {
       expect(sqliteRows(t.dataDir, TABLES.find((x) => x.name === table)!).length, table).toBeGreaterThan(0);
     }
 
     const copied = await cli.run(["db", "copy", "--from", t.dataDir, "--to", url]);
     expect(copied.stderr).toMatch(/^db copy: groups \d+ rows$/m);
     expect(copied.code).toBe(0);
-    expect(copied.stdout).toMatch(/^copied \d+ rows in 21 tables from .* to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/trellis_copy_[0-9a-f]+; row counts and checksums verified$/m);
+    expect(copied.stdout).toMatch(
+      /^copied \d+ rows in 21 tables from .* to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/trellis_copy_[0-9a-f]+; row counts and checksums verified$/m,
+    );
     expect(copied.stdout).not.toContain(new URL(url).password);
 
     for (const table of TABLES) {
@@ -149,7 +168,9 @@ describePostgres("trellis db copy", () => {
     const before = await rowCounts(url);
     const again = await cli.run(["db", "copy", "--from", t.dataDir, "--to", url]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/db copy refused: the target database is not empty \(rows in groups, server_keys, .*\); db copy only fills an empty database, so nothing was written/);
+    expect(again.stderr).toMatch(
+      /db copy refused: the target database is not empty \(rows in groups, server_keys, .*\); db copy only fills an empty database, so nothing was written/,
+    );
     expect(await rowCounts(url)).toEqual(before);
   });
 

@@ -30,7 +30,16 @@ function seedRows(): GroupRecord[] {
   const names = ["beta", "Beta", "_under", "alpha", "Zed", "alpha", "a b", "a-b", "a.b", "0zero"];
   const rows: GroupRecord[] = [];
   const add = (uid: string, parentUid: string | null, i: number) =>
-    rows.push({ uid, parentUid, name: names[i % names.length]!, description: `d${i}`, verified: i % 3 === 0, kind: 0, createTime: NOW + (i % 4), updateTime: NOW + 10 - (i % 5) });
+    rows.push({
+      uid,
+      parentUid,
+      name: names[i % names.length]!,
+      description: `d${i}`,
+      verified: i % 3 === 0,
+      kind: 0,
+      createTime: NOW + (i % 4),
+      updateTime: NOW + 10 - (i % 5),
+    });
   add(ROOT_A, null, 0);
   add(ROOT_B, null, 4);
   let i = 1;
@@ -89,7 +98,9 @@ describePostgres("groups on PostgreSQL", () => {
     sqlite.db.insert(sqliteSchema.groups).values(rows).run();
     await replicaA.db.insert(pgSchema.groups).values(rows);
     // The built-in owner role, which SQLite's start-up seeds (owner bindings refer to it).
-    await replicaA.db.insert(pgSchema.roles).values({ uid: builtInRoleUid("owner"), name: "owner", builtIn: true, capabilities: "[1]", createTime: NOW, updateTime: NOW });
+    await replicaA.db
+      .insert(pgSchema.roles)
+      .values({ uid: builtInRoleUid("owner"), name: "owner", builtIn: true, capabilities: "[1]", createTime: NOW, updateTime: NOW });
   });
   afterAll(async () => {
     await replicaA?.close();
@@ -152,7 +163,11 @@ describePostgres("groups on PostgreSQL", () => {
     const seen: unknown[] = [];
     const refused = await rejection(
       a.delete(org.uid, (view, roleUids) => {
-        seen.push(view.grantsOf(user), roleUids, roleUids.map((r) => view.roleCapabilities(r)));
+        seen.push(
+          view.grantsOf(user),
+          roleUids,
+          roleUids.map((r) => view.roleCapabilities(r)),
+        );
         throw new ApiError(GrpcCode.PermissionDenied, "no");
       }),
     );
@@ -188,7 +203,9 @@ describePostgres("groups on PostgreSQL", () => {
         expect(created).toBeGreaterThan(0);
       }
     }
-    const orphans = await replicaA.pool.query("SELECT uid FROM groups g WHERE parent_uid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM groups p WHERE p.uid = g.parent_uid)");
+    const orphans = await replicaA.pool.query(
+      "SELECT uid FROM groups g WHERE parent_uid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM groups p WHERE p.uid = g.parent_uid)",
+    );
     expect(orphans.rows).toEqual([]);
     expect(deleted + kept).toBe(12);
   });
@@ -201,7 +218,11 @@ describePostgres("groups on PostgreSQL", () => {
         a.update(root.uid, { kind: 2 + (round % 3) }, NOW),
         ...Array.from({ length: 3 }, (_, i) => b.create({ parentUid: folder.uid, name: `k${round}.${i}`, description: "", verified: false, kind: 0 }, NOW)),
       ]);
-      const { rows } = await replicaA.pool.query("SELECT DISTINCT kind FROM groups WHERE uid = $1 OR (uid > $2 AND uid < $3)", [root.uid, `${root.uid}/`, `${root.uid}0`]);
+      const { rows } = await replicaA.pool.query("SELECT DISTINCT kind FROM groups WHERE uid = $1 OR (uid > $2 AND uid < $3)", [
+        root.uid,
+        `${root.uid}/`,
+        `${root.uid}0`,
+      ]);
       expect(rows).toEqual([{ kind: 2 + (round % 3) }]);
     }
   });

@@ -23,9 +23,9 @@ const ON_DELETE: Record<string, string> = { a: "NO ACTION", r: "RESTRICT", c: "C
 
 function sqliteShape(opened: OpenedDatabase): Record<string, Shape> {
   const sqlite = opened.db.$client;
-  const tables = sqlite
-    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'")
-    .all() as { name: string }[];
+  const tables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%'").all() as {
+    name: string;
+  }[];
   const shapes: Record<string, Shape> = {};
   for (const { name } of tables) {
     const columns = (sqlite.prepare(`PRAGMA table_info("${name}")`).all() as { name: string; notnull: number; pk: number }[]).map(
@@ -55,10 +55,9 @@ async function postgresShape(opened: OpenedPostgres): Promise<Record<string, Sha
     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)
     WHERE i.indisprimary AND n.nspname = 'public'`);
   const pkPos = new Map(pk.map((r) => [`${r.table}.${r.column}`, Number(r.pos) + 1]));
-  for (const c of await q(
-    "SELECT table_name, column_name, is_nullable FROM information_schema.columns WHERE table_schema = 'public'",
-  )) {
-    const shape = (shapes[c.table_name] ??= { columns: [], indexes: [], foreignKeys: [] });
+  for (const c of await q("SELECT table_name, column_name, is_nullable FROM information_schema.columns WHERE table_schema = 'public'")) {
+    shapes[c.table_name] ??= { columns: [], indexes: [], foreignKeys: [] };
+    const shape = shapes[c.table_name];
     const pos = pkPos.get(`${c.table_name}.${c.column_name}`);
     shape.columns.push(`${c.column_name} ${c.is_nullable === "NO" ? "not null" : "null"}${pos ? ` pk${pos}` : ""}`);
   }
@@ -108,7 +107,7 @@ describePostgres("PostgreSQL schema", () => {
     expect(await postgresShape(postgres)).toEqual(expected);
   });
 
-  it("compares every text column bytewise (COLLATE \"C\"), as SQLite does", async () => {
+  it('compares every text column bytewise (COLLATE "C"), as SQLite does', async () => {
     const { rows } = await postgres.pool.query(
       "SELECT table_name, column_name, collation_name FROM information_schema.columns WHERE table_schema = 'public' AND data_type = 'text'",
     );

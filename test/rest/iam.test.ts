@@ -115,9 +115,8 @@ describe("roles over REST", () => {
 
 describe("role bindings over REST", () => {
   it("binds, hydrates, filters, batch-creates and unbinds", async () => {
-    const identity = (
-      await call("POST", `/iam/v2beta1/identities/${org}`, { name: "bot", claimMatch: { issuer: "https://issuer.example", subject: "bot" } })
-    ).body.uid;
+    const identity = (await call("POST", `/iam/v2beta1/identities/${org}`, { name: "bot", claimMatch: { issuer: "https://issuer.example", subject: "bot" } }))
+      .body.uid;
     const second = (
       await call("POST", `/iam/v2beta1/identities/${org}`, { name: "bot two", claimMatch: { issuer: "https://issuer.example", subject: "bot2" } })
     ).body.uid;

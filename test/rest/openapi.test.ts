@@ -36,7 +36,9 @@ afterAll(async () => {
 
 type Operation = { operationId: string; summary?: string; description?: string; parameters: { name: string; in: string }[] };
 const operations = (): [string, string, Operation][] =>
-  Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([p, ops]) => Object.entries(ops).map(([m, op]) => [p, m, op] as [string, string, Operation]));
+  Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([p, ops]) =>
+    Object.entries(ops).map(([m, op]) => [p, m, op] as [string, string, Operation]),
+  );
 
 describe("/openapi.json", () => {
   it("validates against the OpenAPI 3.1 schema", async () => {
@@ -138,12 +140,13 @@ describe("a client generated from /openapi.json (swagger-typescript-api, fetch)"
     const mod = (await import(pathToFileURL(path.join(out, "api.js")).href)) as { Api: new (config: object) => Api };
     api = new mod.Api({ baseUrl: doc.servers[0].url, baseApiParams: { headers: { authorization: `Bearer ${t.token}` } } });
     // The generated client rejects with the Response (its `error` holds the parsed body) on a non-2xx.
-    badRequest = (p) => p.then(
-      () => {
-        throw new Error("expected an error answer");
-      },
-      (res: { status: number; error: { code: number } }) => res,
-    );
+    badRequest = (p) =>
+      p.then(
+        () => {
+          throw new Error("expected an error answer");
+        },
+        (res: { status: number; error: { code: number } }) => res,
+      );
   }, 60_000);
 
   it("creates, gets, lists, updates and deletes a folder, with its uid sent as is and percent-encoded", async () => {

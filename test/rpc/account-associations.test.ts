@@ -80,14 +80,17 @@ describe.each(rpcTransports)("AccountAssociationsService over $name", (transport
     expect(aa.updateTime).toEqual(aa.createTime);
     expect(await client.getAccountAssociation({ uid: org })).toEqual(aa);
 
-    const err = await rejects(
-      () => client.createAccountAssociation({ parent: org, accountAssociation: { name: "second one" } }),
-      Code.AlreadyExists,
-    );
+    const err = await rejects(() => client.createAccountAssociation({ parent: org, accountAssociation: { name: "second one" } }), Code.AlreadyExists);
     expect(err.rawMessage).toContain("already has an account association");
 
     const minimal = await client.createAccountAssociation({ parent: await newGroup("aa bare"), accountAssociation: { name: "bare" } });
-    expect([minimal.amazon, minimal.google, minimal.chainguard, minimal.azure, minimal.github]).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect([minimal.amazon, minimal.google, minimal.chainguard, minimal.azure, minimal.github]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it("rejects missing fields, a bad or missing parent and malformed provider blocks, writing nothing", async () => {
@@ -173,9 +176,7 @@ describe.each(rpcTransports)("AccountAssociationsService over $name", (transport
     const g = await newGroup("aa delete");
     await client.createAccountAssociation({ parent: g, accountAssociation: { name: "to delete" } });
     const blocked = await rejects(() => groupsClient.deleteGroup({ uid: g }), Code.FailedPrecondition);
-    expect(blocked.findDetails(PreconditionFailureSchema)[0]?.violations[0]?.description).toBe(
-      "cannot delete group with child account associations",
-    );
+    expect(blocked.findDetails(PreconditionFailureSchema)[0]?.violations[0]?.description).toBe("cannot delete group with child account associations");
     await client.deleteAccountAssociation({ uid: g });
     await rejects(() => client.getAccountAssociation({ uid: g }), Code.NotFound);
     await client.deleteAccountAssociation({ uid: g });
@@ -189,7 +190,12 @@ describe.each(rpcTransports)("AccountAssociationsService over $name", (transport
     const mid = await newGroup("aa list mid", root);
     const leaf = await newGroup("aa list leaf", mid);
     const side = await newGroup("aa list side", root);
-    for (const [uid, name] of [[root, "zulu"], [mid, "yankee"], [leaf, "xray"], [side, "whiskey"]] as const) {
+    for (const [uid, name] of [
+      [root, "zulu"],
+      [mid, "yankee"],
+      [leaf, "xray"],
+      [side, "whiskey"],
+    ] as const) {
       await client.createAccountAssociation({ parent: uid, accountAssociation: { name } });
     }
     const uids = async (req: Parameters<typeof client.listAccountAssociations>[0]) =>
@@ -219,10 +225,7 @@ describe.each(rpcTransports)("AccountAssociationsService over $name", (transport
   });
 
   it("answers UNIMPLEMENTED for CheckAccountAssociation, saying it needs the cloud provider", async () => {
-    const err = await rejects(
-      () => client.checkAccountAssociation({ uid: "7".repeat(40), providerType: AccountProviderType.AMAZON }),
-      Code.Unimplemented,
-    );
+    const err = await rejects(() => client.checkAccountAssociation({ uid: "7".repeat(40), providerType: AccountProviderType.AMAZON }), Code.Unimplemented);
     expect(err.rawMessage).toContain("needs a call to the cloud provider");
     const info = err.findDetails(ErrorInfoSchema)[0];
     expect(info?.metadata.method).toBe("chainguard.platform.iam.v2beta1.AccountAssociationsService/CheckAccountAssociation");
@@ -236,7 +239,9 @@ describe("AccountAssociations over REST", () => {
 
   it("CheckAccountAssociation is HTTP 501 saying it needs the cloud provider", async () => {
     t ??= await startTestApp();
-    const r = await rest(t.url, "POST", `/iam/v2beta1/accountAssociations/${"7".repeat(40)}:checkAccountAssociation`, { providerType: "ACCOUNT_PROVIDER_TYPE_AMAZON" });
+    const r = await rest(t.url, "POST", `/iam/v2beta1/accountAssociations/${"7".repeat(40)}:checkAccountAssociation`, {
+      providerType: "ACCOUNT_PROVIDER_TYPE_AMAZON",
+    });
     expect(r.status).toBe(501);
     expect(r.body.code).toBe(12);
     expect(r.body.details[0]).toMatchObject({ reason: "UNIMPLEMENTED", metadata: { needs: expect.stringContaining("cloud provider") } });

@@ -6,12 +6,7 @@ import path from "node:path";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
-import {
-  AdvisoriesService,
-  EventTypeFilter,
-  ReviewState,
-  Severity_Type,
-} from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import { AdvisoriesService, EventTypeFilter, ReviewState, Severity_Type } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { importFiles } from "../../src/import/run-import.js";
 import { listInputFiles } from "../../src/import/read-records.js";
@@ -48,8 +43,7 @@ describe.each(rpcTransports)("AdvisoriesService over $name", (transport) => {
   });
 
   // Sorted: advisories sharing an advisory_id tie-break on their random uids.
-  const names = async (req: Parameters<typeof client.listAdvisories>[0]) =>
-    (await client.listAdvisories(req)).advisories.map((a) => a.artifactName).sort();
+  const names = async (req: Parameters<typeof client.listAdvisories>[0]) => (await client.listAdvisories(req)).advisories.map((a) => a.artifactName).sort();
 
   it("gets an advisory with its events in order and their oneof content", async () => {
     const [glibc] = (await client.listAdvisories({ advisoryIds: ["CGA-6666-iiii-jjjj"] })).advisories;

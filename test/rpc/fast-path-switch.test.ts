@@ -13,11 +13,15 @@ import { closeGrpcClients, rpcTransports } from "../support/transports.js";
 const served: boolean[] = [];
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp({}, {}, {
-    testHook: async (_method, context) => {
-      served.push(LEAN_CONTEXT in context);
+  t = await startTestApp(
+    {},
+    {},
+    {
+      testHook: async (_method, context) => {
+        served.push(LEAN_CONTEXT in context);
+      },
     },
-  });
+  );
 });
 afterAll(async () => {
   closeGrpcClients();

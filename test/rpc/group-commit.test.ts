@@ -20,8 +20,7 @@ function operations(door: CallDoor) {
     out.ok ? { ok: true, uid: uid ?? String(out.body.uid) } : { ok: false, code: out.code, reason: out.reason };
   return {
     name: door.name,
-    create: async (parent: string, name: string) =>
-      settle(await door.call(t.url, undefined, GroupsService.method.createGroup, { parent, group: { name } })),
+    create: async (parent: string, name: string) => settle(await door.call(t.url, undefined, GroupsService.method.createGroup, { parent, group: { name } })),
     remove: async (uid: string) => settle(await door.call(t.url, undefined, GroupsService.method.deleteGroup, { uid }), uid),
   };
 }
@@ -39,8 +38,10 @@ describe.each(callDoors.map(operations))("concurrent writes over $name", (door) 
 
     const calls: { expect: "ok" | number; run: () => Promise<Outcome> }[] = [];
     for (let i = 0; i < 40; i++) {
-      if (i % 10 === 3) calls.push({ expect: 5, run: () => door.create(`${org}/${missingParent}`, `lost-${i}`) }); // NOT_FOUND
-      else if (i % 10 === 7) calls.push({ expect: 9, run: () => door.remove(busy.uid) }); // FAILED_PRECONDITION: not empty
+      if (i % 10 === 3)
+        calls.push({ expect: 5, run: () => door.create(`${org}/${missingParent}`, `lost-${i}`) }); // NOT_FOUND
+      else if (i % 10 === 7)
+        calls.push({ expect: 9, run: () => door.remove(busy.uid) }); // FAILED_PRECONDITION: not empty
       else calls.push({ expect: "ok", run: () => door.create(org, `folder-${i}`) });
     }
     const outcomes = await Promise.all(calls.map((c) => c.run()));

@@ -172,7 +172,12 @@ describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
     expect(await uids({})).toEqual(made.map((i) => i.uid).reverse());
     expect(await uids({ orderBy: "created_at" })).toEqual(made.map((i) => i.uid));
     expect(await uids({ orderBy: "expiration_time" })).toEqual([made[1], made[2], made[0]].map((i) => i?.uid));
-    expect(await uids({ orderBy: "uid desc" })).toEqual(made.map((i) => i.uid).sort().reverse());
+    expect(await uids({ orderBy: "uid desc" })).toEqual(
+      made
+        .map((i) => i.uid)
+        .sort()
+        .reverse(),
+    );
     expect(await uids({ keyId: made[2]?.keyId })).toEqual([made[2]?.uid]);
     const page = await client.listGroupInvites({ uidp: { descendantsOf: otherOrg }, pageSize: 2 });
     expect(page.groupInvites.every((i) => i.code === "" && i.ttl === undefined)).toBe(true);

@@ -6,12 +6,7 @@
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService, OrgKind } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
-import {
-  BadRequestSchema,
-  ErrorInfoSchema,
-  PreconditionFailureSchema,
-  ResourceInfoSchema,
-} from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken, operatorToken, setDefaultToken } from "../support/auth.js";
 import { callDoors } from "../support/call-method.js";
@@ -76,21 +71,15 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
 
   it("rejects invalid names with the spec's message and BadRequest, writing nothing", async () => {
     for (const name of ["", "Upper", "has/slash", "a", "x".repeat(64), "emoji 🚀", "nul\u0000"]) {
-      const err = asConnectError(
-        await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name } })),
-      );
+      const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name } })));
       expectErrorInfo(err, Code.InvalidArgument, "INVALID_ARGUMENT");
       const bad = err.findDetails(BadRequestSchema)[0];
       expect(bad?.fieldViolations[0]?.field).toBe("name");
       expect(err.rawMessage).toMatch(/^Invalid argument: name: name must/);
     }
-    const err = asConnectError(
-      await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "BAD" } })),
-    );
+    const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "BAD" } })));
     expect(err.rawMessage).toBe('Invalid argument: name: name must match "^[a-z0-9 ._-]{1,}$"');
-    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.description).toBe(
-      'name must match "^[a-z0-9 ._-]{1,}$"',
-    );
+    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.description).toBe('name must match "^[a-z0-9 ._-]{1,}$"');
   });
 
   it("rejects a missing group, a bad parent and kind on a folder", async () => {
@@ -107,11 +96,7 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
       expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toContain(c.field);
     }
     const missingParent = `${"a".repeat(40)}`;
-    const err = asConnectError(
-      await expectRejectedAndUnchanged(t.dbFile, () =>
-        client.createGroup({ parent: missingParent, group: { name: "orphan" } }),
-      ),
-    );
+    const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ parent: missingParent, group: { name: "orphan" } })));
     expectErrorInfo(err, Code.NotFound, "NOT_FOUND");
   });
 
@@ -155,20 +140,14 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
     const g = await client.createGroup({ group: { name: "masked" } });
     for (const paths of [["uid"], ["create_time"], ["nosuchfield"], ["resource_limits"]]) {
       const err = asConnectError(
-        await expectRejectedAndUnchanged(t.dbFile, () =>
-          client.updateGroup({ group: { uid: g.uid, name: "zzz" }, updateMask: { paths } }),
-        ),
+        await expectRejectedAndUnchanged(t.dbFile, () => client.updateGroup({ group: { uid: g.uid, name: "zzz" }, updateMask: { paths } })),
       );
       expectErrorInfo(err, Code.InvalidArgument, "INVALID_ARGUMENT");
       expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("update_mask");
     }
-    const err = asConnectError(
-      await expectRejectedAndUnchanged(t.dbFile, () => client.updateGroup({ group: { uid: g.uid, name: "NOPE" } })),
-    );
+    const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.updateGroup({ group: { uid: g.uid, name: "NOPE" } })));
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("name");
-    const missing = asConnectError(
-      await client.updateGroup({ group: { uid: "c".repeat(40), name: "abc" } }).catch((e) => e),
-    );
+    const missing = asConnectError(await client.updateGroup({ group: { uid: "c".repeat(40), name: "abc" } }).catch((e) => e));
     expectErrorInfo(missing, Code.NotFound, "NOT_FOUND");
   });
 
@@ -192,9 +171,7 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
 
   it("rejects a request message over 1 MiB with RESOURCE_EXHAUSTED, writing nothing", async () => {
     const err = asConnectError(
-      await expectRejectedAndUnchanged(t.dbFile, () =>
-        client.createGroup({ group: { name: "big", description: "x".repeat(1024 * 1024 + 10) } }),
-      ),
+      await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "big", description: "x".repeat(1024 * 1024 + 10) } })),
     );
     expect(err.code).toBe(Code.ResourceExhausted);
     // Raised by connect-node before our pipeline; on gRPC it still carries ErrorInfo (docs/published-api.md "Errors").
@@ -227,8 +204,7 @@ describe.each(rpcTransports)("ListGroups over $name", (transport) => {
   });
 
   it("filters by descendants_of, children_of, ancestors_of, in_root, ids and exact name", async () => {
-    const uids = async (req: Parameters<typeof client.listGroups>[0]) =>
-      (await client.listGroups(req)).groups.map((g) => g.uid).sort();
+    const uids = async (req: Parameters<typeof client.listGroups>[0]) => (await client.listGroups(req)).groups.map((g) => g.uid).sort();
     expect(await uids({ uidp: { descendantsOf: org } })).toEqual([...teams, nested].sort());
     expect(await uids({ uidp: { childrenOf: org } })).toEqual([...teams].sort());
     expect(await uids({ uidp: { ancestorsOf: nested } })).toEqual([org, teams[0]].sort());
@@ -319,18 +295,12 @@ describe.each(rpcTransports)("ListGroups over $name", (transport) => {
     expect(token).not.toBe("");
     const flipped = token.slice(0, 20) + (token[20] === "A" ? "B" : "A") + token.slice(21);
     for (const pageToken of [flipped, token.slice(0, -4), "garbage"]) {
-      const err = asConnectError(
-        await client.listGroups({ uidp: { descendantsOf: org }, pageSize: 2, pageToken }).catch((e) => e),
-      );
+      const err = asConnectError(await client.listGroups({ uidp: { descendantsOf: org }, pageSize: 2, pageToken }).catch((e) => e));
       expect(err.code).toBe(Code.InvalidArgument);
       expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("page_token");
     }
     for (const changed of [{ name: "alpha" }, { orderBy: "name" }, { uidp: { childrenOf: org } }]) {
-      const err = asConnectError(
-        await client
-          .listGroups({ uidp: { descendantsOf: org }, pageSize: 2, ...changed, pageToken: token })
-          .catch((e) => e),
-      );
+      const err = asConnectError(await client.listGroups({ uidp: { descendantsOf: org }, pageSize: 2, ...changed, pageToken: token }).catch((e) => e));
       expect(err.code).toBe(Code.InvalidArgument);
     }
     t.advanceClock(THREE_DAYS + 1000);

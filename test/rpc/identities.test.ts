@@ -10,12 +10,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
-import {
-  IdentitiesService,
-  type IdentitySchema,
-  RelationshipType,
-  ServicePrincipal,
-} from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import { IdentitiesService, type IdentitySchema, RelationshipType, ServicePrincipal } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/role_bindings_pb.js";
 import { BadRequestSchema, ErrorInfoSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
@@ -29,7 +24,9 @@ type IdentityInit = MessageInitShape<typeof IdentitySchema>;
 const DAY_MS = 24 * 60 * 60 * 1000;
 const ISSUER = "https://token.actions.githubusercontent.com";
 const SUBJECT = "repo:acme/app:ref:refs/heads/main";
-const JWKS = JSON.stringify({ keys: [{ kty: "EC", crv: "P-256", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" }] });
+const JWKS = JSON.stringify({
+  keys: [{ kty: "EC", crv: "P-256", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" }],
+});
 const toMs = (ts: { seconds: bigint; nanos: number } | undefined) => Number(ts?.seconds) * 1000 + (ts?.nanos ?? 0) / 1e6;
 
 const claimMatch = (cm: Record<string, unknown> = {}): IdentityInit["relationship"] => ({
@@ -56,12 +53,15 @@ describe.each(rpcTransports)("IdentitiesService over $name", (transport) => {
     expect(err.code, err.rawMessage).toBe(code);
     const reason = Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
     expect(err.findDetails(ErrorInfoSchema).map((i) => [i.reason, i.domain])).toEqual([[reason, "iam.chainguard.dev"]]);
-    if (field !== undefined) expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field), err.rawMessage).toContain(field);
+    if (field !== undefined)
+      expect(
+        err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field),
+        err.rawMessage,
+      ).toContain(field);
     return err;
   }
 
-  const createIdentity = (identity: IdentityInit, parent = org) =>
-    client.createIdentity({ parent, identity: { name: "ci builder", ...identity } });
+  const createIdentity = (identity: IdentityInit, parent = org) => client.createIdentity({ parent, identity: { name: "ci builder", ...identity } });
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -298,8 +298,7 @@ describe.each(rpcTransports)("ListIdentities over $name", (transport) => {
   });
 
   it("filters by uidp, exact name and relationship type", async () => {
-    const names = async (req: Parameters<typeof client.listIdentities>[0]) =>
-      (await client.listIdentities(req)).identities.map((i) => i.name).sort();
+    const names = async (req: Parameters<typeof client.listIdentities>[0]) => (await client.listIdentities(req)).identities.map((i) => i.name).sort();
     expect(await names({})).toEqual(["alpha", "bravo", "charlie", "delta", "echo"]);
     expect(await names({ uidp: { descendantsOf: org } })).toEqual(["alpha", "bravo", "charlie", "delta"]);
     expect(await names({ uidp: { childrenOf: folder } })).toEqual(["bravo", "charlie"]);

@@ -35,8 +35,12 @@ const OIDC: OidcInit = {
 function insertRole(dbFile: string, parentUid: string | null): string {
   const uid = newUidp(parentUid);
   const db = new Database(dbFile);
-  db.prepare("INSERT INTO roles (uid, parent_uid, name, capabilities, built_in, create_time, update_time) VALUES (?, ?, ?, '[103]', ?, 0, 0)")
-    .run(uid, parentUid, `role ${uid.slice(-6)}`, parentUid === null ? 1 : 0);
+  db.prepare("INSERT INTO roles (uid, parent_uid, name, capabilities, built_in, create_time, update_time) VALUES (?, ?, ?, '[103]', ?, 0, 0)").run(
+    uid,
+    parentUid,
+    `role ${uid.slice(-6)}`,
+    parentUid === null ? 1 : 0,
+  );
   db.close();
   return uid;
 }
@@ -293,11 +297,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
       Code.InvalidArgument,
       "oidc.issuer",
     );
-    await rejects(
-      () => client.updateIdentityProvider({ identityProvider: { uid: idp.uid }, updateMask: { paths: ["oidc"] } }),
-      Code.InvalidArgument,
-      "oidc",
-    );
+    await rejects(() => client.updateIdentityProvider({ identityProvider: { uid: idp.uid }, updateMask: { paths: ["oidc"] } }), Code.InvalidArgument, "oidc");
     await rejects(
       () =>
         client.updateIdentityProvider({

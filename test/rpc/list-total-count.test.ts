@@ -20,8 +20,7 @@ import { bodyOf, type CallDoor, callDoors } from "../support/call-method.js";
 
 /** The operations the scenario needs, on one door (test/support/call-method.ts). */
 function operations(door: CallDoor) {
-  const call = <M extends DescMessage>(method: DescMethodUnary<M>, request: MessageInitShape<M>) =>
-    door.call(t.url, undefined, method, request).then(bodyOf);
+  const call = <M extends DescMessage>(method: DescMethodUnary<M>, request: MessageInitShape<M>) => door.call(t.url, undefined, method, request).then(bodyOf);
   return {
     name: door.name,
     async createGroup(parent: string, name: string): Promise<string> {

@@ -56,7 +56,10 @@ async function importRecords(records: unknown[]): Promise<string> {
   const err: string[] = [];
   const code = await runImport(["--data", t.dataDir, "--quiet", file], {
     stdout: new PassThrough().on("data", (c) => out.push(String(c))),
-    stderr: Object.assign(new PassThrough().on("data", (c) => err.push(String(c))), { isTTY: false }),
+    stderr: Object.assign(
+      new PassThrough().on("data", (c) => err.push(String(c))),
+      { isTTY: false },
+    ),
     env: {},
   });
   fs.rmSync(dir, { recursive: true, force: true });
@@ -291,7 +294,12 @@ describe.each(callDoors)("registry local state over $name", (door) => {
       expect(cleared.content ?? "").toBe("");
       // At the limit is fine; one byte more is not.
       await ok(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: "x".repeat(README_MAX_BYTES) } });
-      await refused(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: `${"é".repeat(README_MAX_BYTES / 2)}x` } }, Code.InvalidArgument, "repo_readme.content");
+      await refused(
+        ReposService.method.updateRepoReadme,
+        { repoReadme: { uid: repo, content: `${"é".repeat(README_MAX_BYTES / 2)}x` } },
+        Code.InvalidArgument,
+        "repo_readme.content",
+      );
       await refused(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: "nul\u0000byte" } }, Code.InvalidArgument, "repo_readme.content");
       if (door.name === "rest" || door.name.includes("json")) {
         // JSON can carry an unpaired surrogate ("\ud800"), which is not text; the JSON doors
@@ -307,7 +315,10 @@ describe.each(callDoors)("registry local state over $name", (door) => {
     it("v1 writes keep the README: unchanged or empty is accepted, a different one is refused", async () => {
       const repo = await newRepo("readme-kept");
       await ok(ReposService.method.updateRepoReadme, { repoReadme: { uid: repo, content: "# kept" } });
-      expect(await ok(R.updateRepo, { id: repo, name: "readme-kept", readme: "# kept", description: "v1" })).toMatchObject({ readme: "# kept", description: "v1" });
+      expect(await ok(R.updateRepo, { id: repo, name: "readme-kept", readme: "# kept", description: "v1" })).toMatchObject({
+        readme: "# kept",
+        description: "v1",
+      });
       expect(await ok(R.updateRepo, { id: repo, name: "readme-kept" })).toMatchObject({ readme: "# kept" });
       expect(await ok(R.createRepo, { parentId: org, repo: { name: "readme-kept" } })).toMatchObject({ id: repo, readme: "# kept" });
       await refused(R.updateRepo, { id: repo, name: "readme-kept", readme: "# replaced" }, Code.InvalidArgument, "readme");
@@ -373,7 +384,10 @@ describe.each(callDoors)("registry local state over $name", (door) => {
       const o = await refused(R.createRepo, { parentId: org, repo: { name, description: "hijacked" } }, Code.PermissionDenied, undefined, creator);
       expect(o.ok ? undefined : o.metadata.scope).toBe(existing);
       const updater = await bind([Capability.CAP_REPO_CREATE, Capability.CAP_REPO_UPDATE]);
-      expect(await ok(R.createRepo, { parentId: org, repo: { name, description: "updated" } }, updater)).toMatchObject({ id: existing, description: "updated" });
+      expect(await ok(R.createRepo, { parentId: org, repo: { name, description: "updated" } }, updater)).toMatchObject({
+        id: existing,
+        description: "updated",
+      });
     });
   });
 

@@ -53,7 +53,14 @@ describe.each(rpcTransports)("registry over $name", (transport) => {
   it("creates, gets, updates (mask) and deletes a repo", async () => {
     const r = await repos.createRepo({
       parent: org,
-      repo: { name: "nginx", description: "web server", catalogTier: CatalogTier.APPLICATION, bundles: ["application"], aliases: ["nginx:latest"], activeTags: ["1.27"] },
+      repo: {
+        name: "nginx",
+        description: "web server",
+        catalogTier: CatalogTier.APPLICATION,
+        bundles: ["application"],
+        aliases: ["nginx:latest"],
+        activeTags: ["1.27"],
+      },
     });
     expect(r.uid).toMatch(new RegExp(`^${org}/[0-9a-f]{16}$`));
     expect(r.createTime).toEqual(r.updateTime);
@@ -110,7 +117,7 @@ describe.each(rpcTransports)("registry over $name", (transport) => {
     expect(second.nextPageToken).toBe("");
     const named = await repos.listRepos({ name: "alpha" });
     expect(named.repos.map((r) => r.uid)).toEqual([second.repos[0]?.uid]);
-    const other = await repos.listRepos({ uidp: { descendantsOf: team }, orderBy: "name" , pageToken: first.nextPageToken }).catch((e) => e);
+    const other = await repos.listRepos({ uidp: { descendantsOf: team }, orderBy: "name", pageToken: first.nextPageToken }).catch((e) => e);
     expect(asConnectError(other).code).toBe(Code.InvalidArgument);
     const badOrder = await repos.listRepos({ orderBy: "digest" }).catch((e) => e);
     expect(violations(asConnectError(badOrder))).toEqual(["order_by"]);

@@ -38,7 +38,13 @@ async function rejectsIn(t: TestApp, fn: () => Promise<unknown>, code: Code, ...
   const reason = Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
   expect(err.findDetails(ErrorInfoSchema).map((i) => [i.reason, i.domain])).toEqual([[reason, "iam.chainguard.dev"]]);
   if (fields.length > 0) {
-    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field).sort(), err.rawMessage).toEqual(fields.sort());
+    expect(
+      err
+        .findDetails(BadRequestSchema)[0]
+        ?.fieldViolations.map((v) => v.field)
+        .sort(),
+      err.rawMessage,
+    ).toEqual(fields.sort());
   }
   return err;
 }
@@ -63,8 +69,7 @@ describe.each(rpcTransports)("RoleBindingsService over $name", (transport) => {
   let roleForeign: string;
 
   const rejects = (fn: () => Promise<unknown>, code: Code, ...fields: string[]) => rejectsIn(t, fn, code, ...fields);
-  const bind = (parent: string, identityUid: string, roleUid: string) =>
-    client.createRoleBinding({ parent, roleBinding: { identityUid, roleUid } });
+  const bind = (parent: string, identityUid: string, roleUid: string) => client.createRoleBinding({ parent, roleBinding: { identityUid, roleUid } });
   const newIdentity = async (parent: string, name: string) =>
     (
       await identitiesClient.createIdentity({
@@ -189,20 +194,13 @@ describe.each(rpcTransports)("RoleBindingsService over $name", (transport) => {
 
     await rejects(() => client.updateRoleBinding({ roleBinding: { uid: b.uid, roleUid: roleForeign } }), Code.InvalidArgument, "role_uid");
     await rejects(() => client.updateRoleBinding({ roleBinding: { uid: b.uid, identityUid: idForeign } }), Code.InvalidArgument, "identity_uid");
-    await rejects(
-      () => client.updateRoleBinding({ roleBinding: { uid: b.uid }, updateMask: { paths: ["role_uid"] } }),
-      Code.InvalidArgument,
-      "role_uid",
-    );
+    await rejects(() => client.updateRoleBinding({ roleBinding: { uid: b.uid }, updateMask: { paths: ["role_uid"] } }), Code.InvalidArgument, "role_uid");
     await rejects(
       () => client.updateRoleBinding({ roleBinding: { uid: b.uid, roleUid: EDITOR }, updateMask: { paths: ["group"] } }),
       Code.InvalidArgument,
       "update_mask",
     );
-    const dup = await rejects(
-      () => client.updateRoleBinding({ roleBinding: { uid: other.uid, identityUid: user, roleUid: EDITOR } }),
-      Code.AlreadyExists,
-    );
+    const dup = await rejects(() => client.updateRoleBinding({ roleBinding: { uid: other.uid, identityUid: user, roleUid: EDITOR } }), Code.AlreadyExists);
     expect(dup.findDetails(ResourceInfoSchema)[0]?.resourceName).toBe(b.uid);
     await rejects(() => client.updateRoleBinding({ roleBinding: { uid: `${group}/0000000000000000`, roleUid: EDITOR } }), Code.NotFound);
     await rejects(() => client.updateRoleBinding({}), Code.InvalidArgument, "role_binding");
@@ -340,7 +338,11 @@ describe.each(rpcTransports)("ListRoleBindings and BatchCreateRoleBindings over 
       Code.InvalidArgument,
       "requests[1].parent",
     );
-    await rejects(() => client.batchCreateRoleBindings({ parent: org, requests: [sub(ids[0] as string)] }), Code.InvalidArgument, "requests[0].role_binding.role_uid");
+    await rejects(
+      () => client.batchCreateRoleBindings({ parent: org, requests: [sub(ids[0] as string)] }),
+      Code.InvalidArgument,
+      "requests[0].role_binding.role_uid",
+    );
     const foreignRole = await rejects(
       () => client.batchCreateRoleBindings({ parent: foreign, roleUid: pull, requests: [sub(foreignIdentity), sub(ids[0] as string)] }),
       Code.InvalidArgument,

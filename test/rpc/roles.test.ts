@@ -36,7 +36,10 @@ describe.each(rpcTransports)("RolesService over $name", (transport) => {
     const reason = Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
     expect(err.findDetails(ErrorInfoSchema).map((i) => [i.reason, i.domain])).toEqual([[reason, "iam.chainguard.dev"]]);
     if (field !== undefined && code === Code.InvalidArgument) {
-      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field), err.rawMessage).toContain(field);
+      expect(
+        err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field),
+        err.rawMessage,
+      ).toContain(field);
     }
     if (field !== undefined && code === Code.FailedPrecondition) {
       expect(err.findDetails(PreconditionFailureSchema)[0]?.violations.map((v) => v.type)).toEqual([field]);
@@ -129,11 +132,7 @@ describe.each(rpcTransports)("RolesService over $name", (transport) => {
     expect(c).toMatchObject({ name: "renamed", capabilities: [CAP_TAG_LIST] });
     expect(await client.getRole({ uid: role.uid })).toEqual(c);
 
-    await rejects(
-      () => client.updateRole({ role: { uid: role.uid }, updateMask: { paths: ["capabilities"] } }),
-      Code.InvalidArgument,
-      "capabilities",
-    );
+    await rejects(() => client.updateRole({ role: { uid: role.uid }, updateMask: { paths: ["capabilities"] } }), Code.InvalidArgument, "capabilities");
     await rejects(() => client.updateRole({ role: { uid: role.uid, capabilities: [CAP_INTERNAL] } }), Code.InvalidArgument, "capabilities[0]");
     await rejects(() => client.updateRole({ role: { uid: role.uid, name: "X" } }), Code.InvalidArgument, "name");
     await rejects(() => client.updateRole({ role: { uid: role.uid }, updateMask: { paths: ["create_time"] } }), Code.InvalidArgument, "update_mask");
@@ -165,9 +164,7 @@ describe.each(rpcTransports)("RolesService over $name", (transport) => {
     const mine = [await createRole("zeta", [CAP_REPO_LIST], folder), await createRole("alpha", [CAP_REPO_LIST], folder)];
     const children = await client.listRoles({ uidp: { childrenOf: folder }, orderBy: "name" });
     expect(children.roles.map((r) => r.name)).toEqual(["alpha", "zeta"]);
-    expect((await client.listRoles({ uidp: { childrenOf: folder }, orderBy: "name desc" })).roles.map((r) => r.uid)).toEqual(
-      [...mine].map((r) => r.uid),
-    );
+    expect((await client.listRoles({ uidp: { childrenOf: folder }, orderBy: "name desc" })).roles.map((r) => r.uid)).toEqual([...mine].map((r) => r.uid));
     expect((await client.listRoles({ name: "viewer" })).roles.map((r) => r.uid)).toEqual([builtInRoleUid("viewer")]);
     expect((await client.listRoles({ name: "zeta", uidp: { descendantsOf: org } })).roles.map((r) => r.uid)).toEqual([mine[0]?.uid]);
     const page = await client.listRoles({ pageSize: 3, orderBy: "created_at" });

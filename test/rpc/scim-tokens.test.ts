@@ -54,7 +54,12 @@ async function fixture(role = builtInRoleUid("viewer")): Promise<{ org: string; 
 }
 
 async function identityBound(org: string, role: string): Promise<string> {
-  const uid = (await op("POST", `/iam/v2beta1/identities/${org}`, { name: `robot ${++counter}`, claimMatch: { issuer: "https://ci.example.test", subject: `job-${counter}` } })).uid;
+  const uid = (
+    await op("POST", `/iam/v2beta1/identities/${org}`, {
+      name: `robot ${++counter}`,
+      claimMatch: { issuer: "https://ci.example.test", subject: `job-${counter}` },
+    })
+  ).uid;
   await op("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: uid, roleUid: role });
   return uid;
 }
@@ -149,7 +154,10 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
     const snap = snapshotDb(t.dbFile);
     expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: "" })).toMatchObject({ ok: false, code: 3 });
     expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: "0" })).toMatchObject({ ok: false, code: 10, reason: "ETAG_MISMATCH" });
-    expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: first.etag, overlap: { seconds: -1n, nanos: 0 } })).toMatchObject({ ok: false, code: 3 });
+    expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: first.etag, overlap: { seconds: -1n, nanos: 0 } })).toMatchObject({
+      ok: false,
+      code: 3,
+    });
     expect(snapshotDb(t.dbFile)).toBe(snap);
 
     const started = now();
@@ -204,11 +212,23 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
     await identityBound(org, builtInRoleUid("owner"));
     const snap = snapshotDb(t.dbFile);
     expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "" })).toMatchObject({ ok: false, code: 3 });
-    expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "7" })).toMatchObject({ ok: false, code: 10, reason: "ETAG_MISMATCH" });
-    expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "0" })).toMatchObject({ ok: false, code: 9, preconditionTypes: ["SCIM_OWNERS"] });
+    expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "7" })).toMatchObject({
+      ok: false,
+      code: 10,
+      reason: "ETAG_MISMATCH",
+    });
+    expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "0" })).toMatchObject({
+      ok: false,
+      code: 9,
+      preconditionTypes: ["SCIM_OWNERS"],
+    });
     expect(snapshotDb(t.dbFile)).toBe(snap);
     await identityBound(org, builtInRoleUid("owner"));
-    expect(body(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "0" }))).toMatchObject({ identityProviderUid: idp, enabled: true, etag: "1" });
+    expect(body(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "0" }))).toMatchObject({
+      identityProviderUid: idp,
+      enabled: true,
+      etag: "1",
+    });
     expect(body(await call(M.getIdentityProvider, { uid: idp })).scim).toMatchObject({ enabled: true, etag: "1" });
     const off = body(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: false, etag: "1" }));
     expect(off.etag).toBe("2");
@@ -218,10 +238,12 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
   it("authorization: the method's capabilities, the default role's, and a down-scoped token's reduction", async () => {
     const { org, idp } = await fixture(builtInRoleUid("owner"));
     const viewer = await identityToken(t.app, await identityBound(org, builtInRoleUid("viewer")));
-    const scimAdmin = (await op("POST", `/iam/v2beta1/roles/${org}`, {
-      name: `scim-admin-${++counter}`,
-      capabilities: ["CAP_IAM_SCIM_MANAGE", "CAP_IAM_IDENTITY_PROVIDERS_LIST"],
-    })).uid;
+    const scimAdmin = (
+      await op("POST", `/iam/v2beta1/roles/${org}`, {
+        name: `scim-admin-${++counter}`,
+        capabilities: ["CAP_IAM_SCIM_MANAGE", "CAP_IAM_IDENTITY_PROVIDERS_LIST"],
+      })
+    ).uid;
     const admin = await identityToken(t.app, await identityBound(org, scimAdmin));
     const ownerUid = await identityBound(org, builtInRoleUid("owner"));
     const reduced = await t.app.issuer.mint({

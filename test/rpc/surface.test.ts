@@ -48,7 +48,10 @@ const BUF = path.resolve("node_modules/.bin/buf");
 async function declaredServices(): Promise<DescService[]> {
   const files = ["gen/chainguard", "gen/trellis"].flatMap((dir) => {
     const root = path.resolve(dir);
-    return (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith("_pb.ts")).sort().map((f) => path.join(root, f));
+    return (readdirSync(root, { recursive: true }) as string[])
+      .filter((f) => f.endsWith("_pb.ts"))
+      .sort()
+      .map((f) => path.join(root, f));
   });
   const services: DescService[] = [];
   for (const file of files) {

@@ -79,7 +79,9 @@ describe("kill -9 mid-write", () => {
         expect(db.pragma("foreign_key_check")).toEqual([]);
         const stored = new Set((db.prepare("SELECT uid FROM groups").all() as { uid: string }[]).map((r) => r.uid));
         expect(acknowledged.filter((uid) => !stored.has(uid))).toEqual([]);
-        const orphans = db.prepare("SELECT uid FROM groups g WHERE parent_uid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM groups p WHERE p.uid = g.parent_uid)").all();
+        const orphans = db
+          .prepare("SELECT uid FROM groups g WHERE parent_uid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM groups p WHERE p.uid = g.parent_uid)")
+          .all();
         expect(orphans).toEqual([]);
       } finally {
         db.close();

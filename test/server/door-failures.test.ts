@@ -106,7 +106,9 @@ const DOORS: readonly Door[] = [
       method: "POST",
       path: REFLECTION,
       headers: { "content-type": "application/grpc", te: "trailers" },
-      body: envelope(Buffer.from(toBinary(ServerReflectionRequestSchema, create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } })))),
+      body: envelope(
+        Buffer.from(toBinary(ServerReflectionRequestSchema, create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } }))),
+      ),
     }),
   },
   {
@@ -156,18 +158,32 @@ function errorOf(dialect: Dialect, res: RawResponse): { code: number; reason: st
     expect(first?.["@type"]).toBe("type.googleapis.com/google.rpc.ErrorInfo");
     return { code: body.code, reason: first?.reason, httpStatus: res.status };
   }
-  const names = ["ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists", "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range", "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"];
+  const names = [
+    "ok",
+    "canceled",
+    "unknown",
+    "invalid_argument",
+    "deadline_exceeded",
+    "not_found",
+    "already_exists",
+    "permission_denied",
+    "resource_exhausted",
+    "failed_precondition",
+    "aborted",
+    "out_of_range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "data_loss",
+    "unauthenticated",
+  ];
   expect(first?.type).toBe("google.rpc.ErrorInfo");
   return { code: names.indexOf(body.code), reason: fromBinary(ErrorInfoSchema, Buffer.from(first.value, "base64")).reason, httpStatus: res.status };
 }
 
 /** A health check over Connect and a create over REST both succeed: the server is up and writing. */
 async function expectServing(t: TestApp): Promise<void> {
-  const health = await rawHttp1(
-    t.url,
-    `POST ${HEALTH_CHECK} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 2`,
-    "{}",
-  );
+  const health = await rawHttp1(t.url, `POST ${HEALTH_CHECK} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 2`, "{}");
   expect(health.status).toBe(200);
   expect(JSON.parse(health.body.toString()).status).toBe("SERVING");
 }
@@ -180,21 +196,25 @@ for (const fastUnary of [true, false]) {
     const logLines: { level: number; msg: string; path?: string; err?: { message?: string } }[] = [];
     beforeAll(async () => {
       const sink = { write: (line: string) => void logLines.push(JSON.parse(line)) };
-      t = await startTestApp({ corsOrigins: [ORIGIN] }, {}, {
-        fastUnary,
-        log: pino({ level: "error" }, sink),
-        testDispatchHook(req) {
-          if (req.headers["x-test-fault"] === "dispatch") throw new Error("injected dispatcher fault");
+      t = await startTestApp(
+        { corsOrigins: [ORIGIN] },
+        {},
+        {
+          fastUnary,
+          log: pino({ level: "error" }, sink),
+          testDispatchHook(req) {
+            if (req.headers["x-test-fault"] === "dispatch") throw new Error("injected dispatcher fault");
+          },
+          async testHook(_method, context) {
+            // Headers Node refuses when the answer is written, after the handler has returned:
+            // a control character in a value (HTTP/1.1), a connection-specific header (HTTP/2).
+            if (context.requestHeader.get("x-test-fault") === "response-header") {
+              context.responseHeader.set("x-fault", "\u0001");
+              context.responseHeader.set("transfer-encoding", "chunked");
+            }
+          },
         },
-        async testHook(_method, context) {
-          // Headers Node refuses when the answer is written, after the handler has returned:
-          // a control character in a value (HTTP/1.1), a connection-specific header (HTTP/2).
-          if (context.requestHeader.get("x-test-fault") === "response-header") {
-            context.responseHeader.set("x-fault", "\u0001");
-            context.responseHeader.set("transfer-encoding", "chunked");
-          }
-        },
-      });
+      );
     });
     afterAll(async () => t.close());
 
@@ -229,7 +249,21 @@ for (const fastUnary of [true, false]) {
         // "xn--zz" (a label that is not valid punycode) is refused only where the runtime's URL
         // parser refuses it: Node 20's does, Node 24's does not. Either way no door throws.
         const urlRefusesPunycode = !URL.canParse("http://xn--zz/");
-        const bad = ["%zz", "a.09", "1.2.3.999", "host:99999", ...(urlRefusesPunycode ? ["xn--zz"] : []), "[::1", "a@b", "a/b", "a?b", "a#b", "a\\b", "", "h".repeat(400)];
+        const bad = [
+          "%zz",
+          "a.09",
+          "1.2.3.999",
+          "host:99999",
+          ...(urlRefusesPunycode ? ["xn--zz"] : []),
+          "[::1",
+          "a@b",
+          "a/b",
+          "a?b",
+          "a#b",
+          "a\\b",
+          "",
+          "h".repeat(400),
+        ];
         for (const authority of bad) {
           for (const door of [connect, grpc]) {
             const before = snapshotDb(t.dbFile);
@@ -279,9 +313,15 @@ for (const fastUnary of [true, false]) {
       for (const door of DOORS.filter((d) => d.pipeline)) {
         it(`${door.name}: an answer that cannot be written is a logged INTERNAL with ErrorInfo, and the server keeps serving (${mode})`, async () => {
           const from = logLines.length;
-          const res = await send(t, door, door.request(t.token, `unwritable ${door.name.replace(/[^a-z]/gi, "").toLowerCase()} ${fastUnary ? "f" : "s"}`), "localhost", {
-            "x-test-fault": "response-header",
-          });
+          const res = await send(
+            t,
+            door,
+            door.request(t.token, `unwritable ${door.name.replace(/[^a-z]/gi, "").toLowerCase()} ${fastUnary ? "f" : "s"}`),
+            "localhost",
+            {
+              "x-test-fault": "response-header",
+            },
+          );
           const error = errorOf(door.dialect, res);
           expect(error.code).toBe(GRPC_INTERNAL);
           expect(error.reason).toBe("INTERNAL");

@@ -120,7 +120,8 @@ function minimalRequest(method: DescMethodUnary): JsonObject {
   for (const chain of route?.variableFields ?? []) {
     let at = json;
     chain.slice(0, -1).forEach((f: DescField) => {
-      at = (at[f.jsonName] ??= {}) as JsonObject;
+      at[f.jsonName] ??= {};
+      at = at[f.jsonName] as JsonObject;
     });
     const leaf = chain[chain.length - 1] as DescField;
     at[leaf.jsonName] = leaf.name.includes("digest") ? DIGEST : leaf.name === "package" ? "openssl" : NOBODY;
@@ -162,13 +163,20 @@ const SUCCESS: Partial<Record<string, Build>> = {
   "IdentitiesService/CreateIdentity": (w, v) => ({ parent: w.org, identity: { name: `id ${v}`, claimMatch: { issuer: "https://ci.example", subject: v } } }),
   "IdentitiesService/UpdateIdentity": (w, v) => ({ identity: { uid: w.identity, description: v }, updateMask: "description" }),
   "IdentitiesService/DeleteIdentity": async (w, v) => ({
-    uid: (await both("IdentitiesService/CreateIdentity", { parent: w.org, identity: { name: "doomed", claimMatch: { issuer: "https://ci.example", subject: `doomed ${v}` } } })).uid,
+    uid: (
+      await both("IdentitiesService/CreateIdentity", {
+        parent: w.org,
+        identity: { name: "doomed", claimMatch: { issuer: "https://ci.example", subject: `doomed ${v}` } },
+      })
+    ).uid,
   }),
   "RolesService/GetRole": (w) => ({ uid: w.role }),
   "RolesService/ListRoles": (w) => ({ uidp: { childrenOf: w.org } }),
   "RolesService/CreateRole": (w, v) => ({ parent: w.org, role: { name: `role ${v}`, capabilities: CAPS } }),
   "RolesService/UpdateRole": (w, v) => ({ role: { uid: w.role, description: v }, updateMask: "description" }),
-  "RolesService/DeleteRole": async (w, v) => ({ uid: (await both("RolesService/CreateRole", { parent: w.org, role: { name: `doomed ${v}`, capabilities: CAPS } })).uid }),
+  "RolesService/DeleteRole": async (w, v) => ({
+    uid: (await both("RolesService/CreateRole", { parent: w.org, role: { name: `doomed ${v}`, capabilities: CAPS } })).uid,
+  }),
   "RoleBindingsService/GetRoleBinding": (w) => ({ uid: w.binding }),
   "RoleBindingsService/ListRoleBindings": (w) => ({ uidp: { childrenOf: w.org } }),
   "RoleBindingsService/CreateRoleBinding": async (w, v) => ({
@@ -195,21 +203,37 @@ const SUCCESS: Partial<Record<string, Build>> = {
   "TagsService/GetTag": (w) => ({ uid: w.tag }),
   "TagsService/ListTags": (w) => ({ uidp: { childrenOf: w.repo } }),
   "TagsService/CreateTag": (w, v) => ({ parent: w.repo, tag: { name: `t-${v}`, digest: DIGEST } }),
-  "TagsService/DeleteTag": async (w, v) => ({ uid: (await both("TagsService/CreateTag", { parent: w.repo, tag: { name: `doomed-${v}`, digest: DIGEST } })).uid }),
+  "TagsService/DeleteTag": async (w, v) => ({
+    uid: (await both("TagsService/CreateTag", { parent: w.repo, tag: { name: `doomed-${v}`, digest: DIGEST } })).uid,
+  }),
   "IdentityProvidersService/UpdateIdentityProvider": (w, v) => ({ identityProvider: { uid: w.idp, description: v }, updateMask: "description" }),
   "IdentityProvidersService/DeleteIdentityProvider": async (w, v) => ({
-    uid: (await both("IdentityProvidersService/CreateIdentityProvider", { parent: w.org, identityProvider: { name: `doomed ${v}`, defaultRole: w.role, oidc: OIDC } })).uid,
+    uid: (
+      await both("IdentityProvidersService/CreateIdentityProvider", {
+        parent: w.org,
+        identityProvider: { name: `doomed ${v}`, defaultRole: w.role, oidc: OIDC },
+      })
+    ).uid,
   }),
   "IdentityProvidersService/GenerateScimToken": async (w, v) => ({
-    identityProviderUid: (await both("IdentityProvidersService/CreateIdentityProvider", { parent: w.org, identityProvider: { name: `scim ${v}`, defaultRole: w.role, oidc: OIDC } })).uid,
+    identityProviderUid: (
+      await both("IdentityProvidersService/CreateIdentityProvider", { parent: w.org, identityProvider: { name: `scim ${v}`, defaultRole: w.role, oidc: OIDC } })
+    ).uid,
     neverExpires: true,
   }),
   "IdentityProvidersService/RevokeScimToken": async (w, v) => {
-    const idp = (await both("IdentityProvidersService/CreateIdentityProvider", { parent: w.org, identityProvider: { name: `revoked ${v}`, defaultRole: w.role, oidc: OIDC } })).uid;
+    const idp = (
+      await both("IdentityProvidersService/CreateIdentityProvider", {
+        parent: w.org,
+        identityProvider: { name: `revoked ${v}`, defaultRole: w.role, oidc: OIDC },
+      })
+    ).uid;
     await both("IdentityProvidersService/GenerateScimToken", { identityProviderUid: idp, neverExpires: true });
     return { identityProviderUid: idp };
   },
-  "GroupInvitesService/DeleteGroupInvite": async (w) => ({ uid: (await both("GroupInvitesService/CreateGroupInvite", { parent: w.org, groupInvite: { roleUid: w.role, ttl: "3600s" } })).uid }),
+  "GroupInvitesService/DeleteGroupInvite": async (w) => ({
+    uid: (await both("GroupInvitesService/CreateGroupInvite", { parent: w.org, groupInvite: { roleUid: w.role, ttl: "3600s" } })).uid,
+  }),
   "RoleBindingsService/BatchCreateRoleBindings": async (w, v) => {
     const parent = (await both("GroupsService/CreateGroup", { parent: w.org, group: { name: `batch ${v}` } })).uid;
     return { parent, requests: [{ parent, roleBinding: { identityUid: w.identity, roleUid: w.role } }] };
@@ -220,7 +244,9 @@ const SUCCESS: Partial<Record<string, Build>> = {
   "Registry/CreateRepo": (w, v) => ({ parentId: w.org, repo: { name: `v1-${v}` } }),
   "Registry/CreateTag": (w, v) => ({ repoId: w.repo, tag: { name: `v1-${v}`, digest: DIGEST } }),
   "Registry/DeleteRepo": async (w, v) => ({ id: (await both("ReposService/CreateRepo", { parent: w.org, repo: { name: `v1-doomed-${v}` } })).uid }),
-  "Registry/DeleteTag": async (w, v) => ({ id: (await both("TagsService/CreateTag", { parent: w.repo, tag: { name: `v1-doomed-${v}`, digest: DIGEST } })).uid }),
+  "Registry/DeleteTag": async (w, v) => ({
+    id: (await both("TagsService/CreateTag", { parent: w.repo, tag: { name: `v1-doomed-${v}`, digest: DIGEST } })).uid,
+  }),
   "Registry/GetRepoTagsSummary": (w) => ({ repoId: w.repo }),
   "Registry/UpdateRepo": (w) => ({ id: w.repo, name: "nginx" }),
   "Registry/UpdateTag": (w) => ({ id: w.tag, name: "latest", digest: DIGEST }),
@@ -231,12 +257,18 @@ const SUCCESS: Partial<Record<string, Build>> = {
   }),
   "Registry/UpdateDeployment": async (w, v) => {
     const repoId = (await both("ReposService/CreateRepo", { parent: w.org, repo: { name: `redeployed-${v}` } })).uid;
-    await both("Registry/CreateDeployment", { parentId: repoId, charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx" }] });
+    await both("Registry/CreateDeployment", {
+      parentId: repoId,
+      charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx" }],
+    });
     return { repoId, charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx-2" }] };
   },
   "Registry/GetDeployment": async (w, v) => {
     const repoId = (await both("ReposService/CreateRepo", { parent: w.org, repo: { name: `shown-${v}` } })).uid;
-    await both("Registry/CreateDeployment", { parentId: repoId, charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx" }] });
+    await both("Registry/CreateDeployment", {
+      parentId: repoId,
+      charts: [{ source: "https://github.com/example/charts", repo: "https://charts.example", chart: "nginx" }],
+    });
     return { repoId };
   },
   "Groups/Update": (w) => ({ id: w.folder, name: "folder" }),
@@ -285,13 +317,14 @@ function testHook(seen: Observation[]): BeforeCallHook {
       const signal = context.signal;
       // The fast path arms the deadline when `signal` is first read: one already passed
       // aborts it at once, before a listener could be added.
-      if (!signal.aborted) await new Promise<void>((resolve) => {
-        const cap = setTimeout(resolve, HONOR_CAP_MS);
-        signal.addEventListener("abort", () => {
-          clearTimeout(cap);
-          resolve();
+      if (!signal.aborted)
+        await new Promise<void>((resolve) => {
+          const cap = setTimeout(resolve, HONOR_CAP_MS);
+          signal.addEventListener("abort", () => {
+            clearTimeout(cap);
+            resolve();
+          });
         });
-      });
       const reason = signal.reason instanceof ConnectError ? `${Code[signal.reason.code]}: ${signal.reason.message}` : String(signal.reason);
       seen.push({ lean, aborted: signal.aborted, reason });
       if (signal.aborted) throw signal.reason;
@@ -402,7 +435,13 @@ function sendH1(server: Server, p: string, headers: Record<string, string>, body
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, headers: strip(res.headers), body: Buffer.concat(chunks).toString("hex"), trailers: strip(res.trailers), rstCode: undefined }),
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: strip(res.headers),
+          body: Buffer.concat(chunks).toString("hex"),
+          trailers: strip(res.trailers),
+          rstCode: undefined,
+        }),
       );
     });
     req.on("error", reject);
@@ -462,16 +501,24 @@ const connectDoor = (version: "1.1" | "2", codec: "json" | "proto"): Door => ({
   },
 });
 
-const DOORS: Door[] = [grpcDoor, grpcWebDoor("1.1"), grpcWebDoor("2"), connectDoor("1.1", "json"), connectDoor("2", "json"), connectDoor("1.1", "proto"), connectDoor("2", "proto")];
+const DOORS: Door[] = [
+  grpcDoor,
+  grpcWebDoor("1.1"),
+  grpcWebDoor("2"),
+  connectDoor("1.1", "json"),
+  connectDoor("2", "json"),
+  connectDoor("1.1", "proto"),
+  connectDoor("2", "proto"),
+];
 
 /** Each pair of requests gets its own random stream, the same for both servers. */
 let stream = 0;
 
 /** The call-log lines since `from`, without what must differ (see the header comment). */
 function logSince(server: Server, from: number) {
-  return server.lines.slice(from).map(({ time, pid, hostname, ms, ...rest }) =>
-    "requestId" in rest ? { ...rest, requestId: sameIfGenerated(rest.requestId) } : rest,
-  );
+  return server.lines
+    .slice(from)
+    .map(({ time, pid, hostname, ms, ...rest }) => ("requestId" in rest ? { ...rest, requestId: sameIfGenerated(rest.requestId) } : rest));
 }
 
 interface Compared {
@@ -517,12 +564,19 @@ async function both(name: string, json: JsonObject): Promise<{ uid: string } & J
 async function makeWorld(label: string): Promise<World> {
   const org = (await both("GroupsService/CreateGroup", { group: { name: `door ${label}` } })).uid;
   const folder = (await both("GroupsService/CreateGroup", { parent: org, group: { name: "folder" } })).uid;
-  const identity = (await both("IdentitiesService/CreateIdentity", { parent: org, identity: { name: "ci builder", claimMatch: { issuer: "https://ci.example", subject: "ci" } } })).uid;
+  const identity = (
+    await both("IdentitiesService/CreateIdentity", {
+      parent: org,
+      identity: { name: "ci builder", claimMatch: { issuer: "https://ci.example", subject: "ci" } },
+    })
+  ).uid;
   const role = (await both("RolesService/CreateRole", { parent: org, role: { name: "custom", capabilities: CAPS } })).uid;
   const binding = (await both("RoleBindingsService/CreateRoleBinding", { parent: org, roleBinding: { identityUid: identity, roleUid: role } })).uid;
   const repo = (await both("ReposService/CreateRepo", { parent: org, repo: { name: "nginx" } })).uid;
   const tag = (await both("TagsService/CreateTag", { parent: repo, tag: { name: "latest", digest: DIGEST } })).uid;
-  const idp = (await both("IdentityProvidersService/CreateIdentityProvider", { parent: org, identityProvider: { name: "corp", defaultRole: role, oidc: OIDC } })).uid;
+  const idp = (
+    await both("IdentityProvidersService/CreateIdentityProvider", { parent: org, identityProvider: { name: "corp", defaultRole: role, oidc: OIDC } })
+  ).uid;
   const invite = (await both("GroupInvitesService/CreateGroupInvite", { parent: org, groupInvite: { roleUid: role, ttl: "3600s" } })).uid;
   return { org, folder, identity, role, binding, repo, tag, idp, invite };
 }

@@ -32,11 +32,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  CreateGroupRequestSchema,
-  GetGroupRequestSchema,
-  GroupSchema,
-} from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { CreateGroupRequestSchema, GetGroupRequestSchema, GroupSchema } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { DEFAULT_ERROR_DOMAIN, LIMITS } from "../../src/server/config.js";
@@ -183,9 +179,7 @@ function call(
     req.on("error", (e: NodeJS.ErrnoException) => {
       error = e.code;
     });
-    req.on("close", () =>
-      resolve({ headers: head, body: Buffer.concat(chunks).toString("hex"), trailers, rstCode: req.rstCode, error }),
-    );
+    req.on("close", () => resolve({ headers: head, body: Buffer.concat(chunks).toString("hex"), trailers, rstCode: req.rstCode, error }));
     if (opts.cancel) {
       req.write(body, () => setTimeout(() => req.close(http2.constants.NGHTTP2_CANCEL), 20));
     } else {
@@ -196,9 +190,9 @@ function call(
 
 /** The call-log lines a request produced, without what always differs (time, pid, ms, a generated request id). */
 function logSince(server: Server, from: number) {
-  return server.lines.slice(from).map(({ time, pid, hostname, ms, ...rest }) =>
-    "requestId" in rest ? { ...rest, requestId: sameIfGenerated(rest.requestId) } : rest,
-  );
+  return server.lines
+    .slice(from)
+    .map(({ time, pid, hostname, ms, ...rest }) => ("requestId" in rest ? { ...rest, requestId: sameIfGenerated(rest.requestId) } : rest));
 }
 
 /** Sends the same request to both servers; expects the same wire result and log; returns it. */
@@ -320,7 +314,9 @@ describe("fast unary gRPC answers exactly as connect-node", () => {
   it("a bad field value: INVALID_ARGUMENT with BadRequest field violations", async () => {
     const r = await same(GET, get("not a uid"));
     expect(r.trailers["grpc-status"]).toBe("3");
-    const bad = details(r).details.map((d) => anyUnpack(d, BadRequestSchema)).find((d) => d !== undefined);
+    const bad = details(r)
+      .details.map((d) => anyUnpack(d, BadRequestSchema))
+      .find((d) => d !== undefined);
     expect(bad?.fieldViolations.length).toBeGreaterThan(0);
   });
 
@@ -503,9 +499,7 @@ function connectCall(
     const req = http.request({ host: u.hostname, port: u.port, method, path: p, headers: all, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, headers: strip(res.headers), body: Buffer.concat(chunks).toString("hex") }),
-      );
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: strip(res.headers), body: Buffer.concat(chunks).toString("hex") }));
     });
     req.on("error", reject);
     if (method === "GET") req.end();
@@ -560,15 +554,16 @@ describe.each(["1.1", "2"] as const)("fast Connect unary over HTTP/%s answers ex
   });
 
   it("a valid connect-timeout-ms that is met, JSON and binary: served by the fast path", async () => {
-    for (const [value, ms] of [["5000", 5000], [String(LIMITS.maxTimeoutMs), LIMITS.maxTimeoutMs]] as const) {
+    for (const [value, ms] of [
+      ["5000", 5000],
+      [String(LIMITS.maxTimeoutMs), LIMITS.maxTimeoutMs],
+    ] as const) {
       const j = await observe(() => sameConnect(GET, JSON.stringify({ uid: groupUid }), { ...json, "connect-timeout-ms": value }));
       expectFastServed(j, ms);
       const b = await observe(() => sameConnect(GET, protoGet(groupUid), { ...proto, "connect-timeout-ms": value }));
       expectFastServed(b, ms);
     }
-    const zero = await observe(() =>
-      sameConnect(GET, protoGet(groupUid), { ...proto, "connect-timeout-ms": "0", "x-test-hook": "ignore 0" }),
-    );
+    const zero = await observe(() => sameConnect(GET, protoGet(groupUid), { ...proto, "connect-timeout-ms": "0", "x-test-hook": "ignore 0" }));
     expectFastServed(zero);
     expect(zero[1][0]).toMatchObject({ aborted: true, reason: DEADLINE_REASON });
   });
@@ -576,7 +571,10 @@ describe.each(["1.1", "2"] as const)("fast Connect unary over HTTP/%s answers ex
   it("malformed and over-the-ceiling connect-timeout-ms: connect-node's 400, before any handler", async () => {
     const values = ["5s", "-1", "1.5", "12345678901", "", String(LIMITS.maxTimeoutMs + 1), "99999999"];
     for (const value of values) {
-      for (const [body, type] of [[JSON.stringify({ uid: groupUid }), json], [protoGet(groupUid), proto]] as const) {
+      for (const [body, type] of [
+        [JSON.stringify({ uid: groupUid }), json],
+        [protoGet(groupUid), proto],
+      ] as const) {
         let r: HttpResult | undefined;
         expectNoCall(await observe(async () => (r = await sameConnect(GET, body, { ...type, "connect-timeout-ms": value }))));
         expect(r?.status).toBe(400);
@@ -649,8 +647,7 @@ describe.each(["1.1", "2"] as const)("fast unary gRPC-web over HTTP/%s answers e
     expect(logSince(fast, b0)).toEqual(logSince(reference, a0));
     return { ...expected, ...grpcWebFrames(expected.body) };
   }
-  const statusOf = (r: { trailer: Record<string, string> }) =>
-    fromBinary(StatusSchema, Buffer.from(r.trailer["grpc-status-details-bin"], "base64"));
+  const statusOf = (r: { trailer: Record<string, string> }) => fromBinary(StatusSchema, Buffer.from(r.trailer["grpc-status-details-bin"], "base64"));
 
   it("a valid GetGroup, with either content type", async () => {
     const r = await sameWeb(GET, get(groupUid));
@@ -667,7 +664,11 @@ describe.each(["1.1", "2"] as const)("fast unary gRPC-web over HTTP/%s answers e
     expect(nf.trailer["grpc-status"]).toBe("5");
     expect(anyUnpack(statusOf(nf).details[0], ErrorInfoSchema)?.domain).toBe(DEFAULT_ERROR_DOMAIN);
     const bad = await sameWeb(GET, get("not a uid"));
-    expect(statusOf(bad).details.map((d) => anyUnpack(d, BadRequestSchema)).some((d) => (d?.fieldViolations.length ?? 0) > 0)).toBe(true);
+    expect(
+      statusOf(bad)
+        .details.map((d) => anyUnpack(d, BadRequestSchema))
+        .some((d) => (d?.fieldViolations.length ?? 0) > 0),
+    ).toBe(true);
     const body = envelope(Buffer.from(toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "" } }))));
     expect((await sameWeb(CREATE, body)).trailer["grpc-status"]).toBe("3");
   });

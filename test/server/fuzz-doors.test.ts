@@ -23,11 +23,7 @@ import { gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  CreateGroupRequestSchema,
-  GetGroupRequestSchema,
-  ListGroupsRequestSchema,
-} from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { CreateGroupRequestSchema, GetGroupRequestSchema, ListGroupsRequestSchema } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
@@ -89,9 +85,44 @@ const CONNECT_TIMEOUTS = ["100", "0", "-1", "1e9", "abc", "60001", "9999999999",
  * Header names the fuzz may add with random values (hop-by-hop ones excepted: they change
  * framing). `host` makes a second Host line on HTTP/1.1 and a `host` beside `:authority` on h2.
  */
-const EXTRA_NAMES = ["host", "x-test", "accept-encoding", "grpc-accept-encoding", "connect-accept-encoding", "te", "accept", "user-agent", "x-forwarded-for", "connect-protocol-version", "origin", "access-control-request-method", "cookie", "expect", "range", "if-none-match"];
+const EXTRA_NAMES = [
+  "host",
+  "x-test",
+  "accept-encoding",
+  "grpc-accept-encoding",
+  "connect-accept-encoding",
+  "te",
+  "accept",
+  "user-agent",
+  "x-forwarded-for",
+  "connect-protocol-version",
+  "origin",
+  "access-control-request-method",
+  "cookie",
+  "expect",
+  "range",
+  "if-none-match",
+];
 
-const CODE_NAMES = ["ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists", "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range", "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"];
+const CODE_NAMES = [
+  "ok",
+  "canceled",
+  "unknown",
+  "invalid_argument",
+  "deadline_exceeded",
+  "not_found",
+  "already_exists",
+  "permission_denied",
+  "resource_exhausted",
+  "failed_precondition",
+  "aborted",
+  "out_of_range",
+  "unimplemented",
+  "internal",
+  "unavailable",
+  "data_loss",
+  "unauthenticated",
+];
 const GRPC_UNKNOWN = 2;
 const GRPC_UNIMPLEMENTED = 12;
 const GRPC_INTERNAL = 13;
@@ -119,37 +150,96 @@ function validRequests(org: string, token: string) {
   };
   const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
   return fc.oneof(
-    fc.constant<Spec>({ h2: false, method: "POST", path: `${SERVICE}/GetGroup`, authority: "localhost", headers: [["content-type", "application/json"], auth], body: json({ uid: org }) }),
-    fc.constant<Spec>({ h2: true, method: "POST", path: `${SERVICE}/GetGroup`, authority: "localhost", headers: [["content-type", "application/proto"], auth], body: proto.get }),
-    fc.constant<Spec>({ h2: true, method: "POST", path: `${SERVICE}/ListGroups`, authority: "localhost", headers: [["content-type", "application/grpc"], ["te", "trailers"], auth], body: envelope(Buffer.from(proto.list)) }),
-    fc.constant<Spec>({ h2: false, method: "POST", path: `${SERVICE}/GetGroup`, authority: "localhost", headers: [["content-type", "application/grpc-web+proto"], auth], body: envelope(Buffer.from(proto.get)) }),
-    fc.constant<Spec>({ h2: true, method: "POST", path: `${SERVICE}/GetGroup`, authority: "localhost", headers: [["content-type", "application/grpc-web"], auth], body: envelope(Buffer.from(proto.get)) }),
+    fc.constant<Spec>({
+      h2: false,
+      method: "POST",
+      path: `${SERVICE}/GetGroup`,
+      authority: "localhost",
+      headers: [["content-type", "application/json"], auth],
+      body: json({ uid: org }),
+    }),
+    fc.constant<Spec>({
+      h2: true,
+      method: "POST",
+      path: `${SERVICE}/GetGroup`,
+      authority: "localhost",
+      headers: [["content-type", "application/proto"], auth],
+      body: proto.get,
+    }),
+    fc.constant<Spec>({
+      h2: true,
+      method: "POST",
+      path: `${SERVICE}/ListGroups`,
+      authority: "localhost",
+      headers: [["content-type", "application/grpc"], ["te", "trailers"], auth],
+      body: envelope(Buffer.from(proto.list)),
+    }),
+    fc.constant<Spec>({
+      h2: false,
+      method: "POST",
+      path: `${SERVICE}/GetGroup`,
+      authority: "localhost",
+      headers: [["content-type", "application/grpc-web+proto"], auth],
+      body: envelope(Buffer.from(proto.get)),
+    }),
+    fc.constant<Spec>({
+      h2: true,
+      method: "POST",
+      path: `${SERVICE}/GetGroup`,
+      authority: "localhost",
+      headers: [["content-type", "application/grpc-web"], auth],
+      body: envelope(Buffer.from(proto.get)),
+    }),
     fc.constant<Spec>({ h2: false, method: "GET", path: `/iam/v2beta1/groups/${org}`, authority: "localhost", headers: [auth], body: new Uint8Array(0) }),
     fc.constant<Spec>({ h2: true, method: "GET", path: "/iam/v2beta1/groups?pageSize=2", authority: "localhost", headers: [auth], body: new Uint8Array(0) }),
     fc.constant<Spec>({ h2: false, method: "GET", path: "/.well-known/jwks.json", authority: "localhost", headers: [], body: new Uint8Array(0) }),
-    fc.constant<Spec>({ h2: true, method: "POST", path: "/grpc.health.v1.Health/Check", authority: "localhost", headers: [["content-type", "application/grpc"]], body: envelope(Buffer.alloc(0)) }),
-    fc.constant<Spec>({ h2: false, method: "OPTIONS", path: "/iam/v2beta1/groups", authority: "localhost", headers: [["origin", ORIGIN], ["access-control-request-method", "POST"]], body: new Uint8Array(0) }),
-    groupName.map((name): Spec => ({
-      h2: false,
-      method: "POST",
-      path: `/iam/v2beta1/groups/${org}`,
-      authority: "localhost",
-      headers: [["content-type", "application/json"], auth],
-      body: json({ name }),
-    })),
-    groupName.map((name): Spec => ({
+    fc.constant<Spec>({
       h2: true,
       method: "POST",
-      path: `${SERVICE}/CreateGroup`,
+      path: "/grpc.health.v1.Health/Check",
       authority: "localhost",
-      headers: [["content-type", "application/grpc+proto"], ["te", "trailers"], auth],
-      body: envelope(Buffer.from(proto.create(name))),
-    })),
+      headers: [["content-type", "application/grpc"]],
+      body: envelope(Buffer.alloc(0)),
+    }),
+    fc.constant<Spec>({
+      h2: false,
+      method: "OPTIONS",
+      path: "/iam/v2beta1/groups",
+      authority: "localhost",
+      headers: [
+        ["origin", ORIGIN],
+        ["access-control-request-method", "POST"],
+      ],
+      body: new Uint8Array(0),
+    }),
+    groupName.map(
+      (name): Spec => ({
+        h2: false,
+        method: "POST",
+        path: `/iam/v2beta1/groups/${org}`,
+        authority: "localhost",
+        headers: [["content-type", "application/json"], auth],
+        body: json({ name }),
+      }),
+    ),
+    groupName.map(
+      (name): Spec => ({
+        h2: true,
+        method: "POST",
+        path: `${SERVICE}/CreateGroup`,
+        authority: "localhost",
+        headers: [["content-type", "application/grpc+proto"], ["te", "trailers"], auth],
+        body: envelope(Buffer.from(proto.create(name))),
+      }),
+    ),
   );
 }
 
 /** Printable header text (no CR/LF/NUL, which no parser lets through) with some bytes above 0x7f. */
-const headerText = fc.string({ unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0x80, max: 0xff })).map((c) => String.fromCharCode(c)), maxLength: 40 });
+const headerText = fc.string({
+  unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0x80, max: 0xff })).map((c) => String.fromCharCode(c)),
+  maxLength: 40,
+});
 const tokenText = fc.stringMatching(/^[a-z0-9-]{1,16}$/);
 
 function headerValueFor(name: string, token: string) {
@@ -166,7 +256,16 @@ function headerValueFor(name: string, token: string) {
       return fc.oneof(fc.constantFrom(...CONNECT_TIMEOUTS), headerText);
     case "authorization":
       return fc.oneof(
-        fc.constantFrom(`Bearer ${token}`, `bearer ${token}`, token, "Bearer", "Bearer a.b.c", `Bearer ${token}x`, "Basic YTpi", `Bearer ${token}, Bearer ${token}`),
+        fc.constantFrom(
+          `Bearer ${token}`,
+          `bearer ${token}`,
+          token,
+          "Bearer",
+          "Bearer a.b.c",
+          `Bearer ${token}x`,
+          "Basic YTpi",
+          `Bearer ${token}, Bearer ${token}`,
+        ),
         headerText,
       );
     default:
@@ -174,29 +273,54 @@ function headerValueFor(name: string, token: string) {
   }
 }
 
-const HEADER_NAMES = ["content-type", "content-encoding", "grpc-encoding", "connect-content-encoding", "grpc-timeout", "connect-timeout-ms", "authorization", ...EXTRA_NAMES];
+const HEADER_NAMES = [
+  "content-type",
+  "content-encoding",
+  "grpc-encoding",
+  "connect-content-encoding",
+  "grpc-timeout",
+  "connect-timeout-ms",
+  "authorization",
+  ...EXTRA_NAMES,
+];
 
 /** One change to a request. */
 function mutation(token: string) {
-  const setHeader = fc
-    .constantFrom(...HEADER_NAMES)
-    .chain((name) => headerValueFor(name, token).map((value) => (s: Spec): Spec => ({ ...s, headers: [...s.headers.filter(([n]) => n !== name), [name, value]] })));
-  const addHeader = fc
-    .oneof(fc.constantFrom(...HEADER_NAMES), tokenText)
-    .chain((name) => headerValueFor(name, token).map((value) => (s: Spec): Spec => ({ ...s, headers: [...s.headers, [name, value]] })));
-  const dropHeader = fc.nat().map((i) => (s: Spec): Spec => ({ ...s, headers: s.headers.filter((_, j) => s.headers.length === 0 || j !== i % s.headers.length) }));
-  const authority = fc
-    .oneof(fc.constantFrom<string | null>(...AUTHORITIES_BAD, null, "localhost:1", "[::1]:80"), headerText)
-    .map((a) => (s: Spec): Spec => ({ ...s, authority: a }));
+  const setHeader = fc.constantFrom(...HEADER_NAMES).chain((name) =>
+    headerValueFor(name, token).map(
+      (value) =>
+        (s: Spec): Spec => ({ ...s, headers: [...s.headers.filter(([n]) => n !== name), [name, value]] }),
+    ),
+  );
+  const addHeader = fc.oneof(fc.constantFrom(...HEADER_NAMES), tokenText).chain((name) =>
+    headerValueFor(name, token).map(
+      (value) =>
+        (s: Spec): Spec => ({ ...s, headers: [...s.headers, [name, value]] }),
+    ),
+  );
+  const dropHeader = fc.nat().map(
+    (i) =>
+      (s: Spec): Spec => ({ ...s, headers: s.headers.filter((_, j) => s.headers.length === 0 || j !== i % s.headers.length) }),
+  );
+  const authority = fc.oneof(fc.constantFrom<string | null>(...AUTHORITIES_BAD, null, "localhost:1", "[::1]:80"), headerText).map(
+    (a) =>
+      (s: Spec): Spec => ({ ...s, authority: a }),
+  );
   const method = fc
     .oneof(fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "CONNECT", "TRACE", "post"), fc.stringMatching(/^[A-Z]{1,8}$/))
-    .map((m) => (s: Spec): Spec => ({ ...s, method: m }));
+    .map(
+      (m) =>
+        (s: Spec): Spec => ({ ...s, method: m }),
+    );
   const path = fc
     .oneof(
       fc.constantFrom(...RPC_PATHS, ...OTHER_PATHS),
       fc.tuple(fc.constantFrom(...RPC_PATHS, ...OTHER_PATHS), fc.stringMatching(/^[\x21-\x7e]{0,12}$/)).map(([p, tail]) => p + tail),
     )
-    .map((p) => (s: Spec): Spec => ({ ...s, path: p }));
+    .map(
+      (p) =>
+        (s: Spec): Spec => ({ ...s, path: p }),
+    );
   const transport = fc.constant((s: Spec): Spec => ({ ...s, h2: !s.h2 }));
   const bodyBytes = fc.oneof(
     fc.record({ at: fc.nat(), len: fc.nat({ max: 8 }) }).map(({ at, len }) => (b: Uint8Array) => {
@@ -231,7 +355,10 @@ function mutation(token: string) {
     fc.jsonValue({ maxDepth: 3 }).map((v) => () => new TextEncoder().encode(JSON.stringify(v))),
     fc.uint8Array({ maxLength: 64 }).map((r) => () => r),
   );
-  const body = bodyBytes.map((f) => (s: Spec): Spec => ({ ...s, body: f(s.body) }));
+  const body = bodyBytes.map(
+    (f) =>
+      (s: Spec): Spec => ({ ...s, body: f(s.body) }),
+  );
   return fc.oneof(
     { arbitrary: setHeader, weight: 4 },
     { arbitrary: addHeader, weight: 2 },
@@ -245,9 +372,7 @@ function mutation(token: string) {
 }
 
 function requests(org: string, token: string) {
-  const mutated = fc
-    .tuple(validRequests(org, token), fc.array(mutation(token), { maxLength: 4 }))
-    .map(([base, ms]) => ms.reduce((s, m) => m(s), base));
+  const mutated = fc.tuple(validRequests(org, token), fc.array(mutation(token), { maxLength: 4 })).map(([base, ms]) => ms.reduce((s, m) => m(s), base));
   // Entirely random: every field drawn at once.
   const random = fc
     .record({
@@ -296,7 +421,10 @@ function grpcStatusOf(res: RawResponse): { code: number; detailsBin: string | un
     const len = body.readUInt32BE(at + 1);
     if (body[at] & 0x80) {
       const fields: Record<string, string> = {};
-      for (const line of body.subarray(at + 5, at + 5 + len).toString("latin1").split("\r\n")) {
+      for (const line of body
+        .subarray(at + 5, at + 5 + len)
+        .toString("latin1")
+        .split("\r\n")) {
         const i = line.indexOf(":");
         if (i > 0) fields[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
       }
@@ -352,7 +480,11 @@ function judge(spec: Spec, res: RawResponse): Verdict {
 }
 
 function describeSpec(spec: Spec): string {
-  return JSON.stringify({ ...spec, headers: spec.headers.map(([n, v]) => (n === "authorization" ? [n, `${v.slice(0, 12)}…`] : [n, v])), body: Buffer.from(spec.body).toString("base64") });
+  return JSON.stringify({
+    ...spec,
+    headers: spec.headers.map(([n, v]) => (n === "authorization" ? [n, `${v.slice(0, 12)}…`] : [n, v])),
+    body: Buffer.from(spec.body).toString("base64"),
+  });
 }
 
 for (const fastUnary of [true, false]) {
@@ -383,7 +515,9 @@ for (const fastUnary of [true, false]) {
       expect(got.status, "GetGroup after the batch").toBe(200);
     }
 
-    it(`random and mutated requests on every door, HTTP/1.1 and HTTP/2: no server error, ErrorInfo on every error, refusals write nothing, and the server keeps answering (${mode})`, { timeout: 60_000 }, async () => {
+    it(`random and mutated requests on every door, HTTP/1.1 and HTTP/2: no server error, ErrorInfo on every error, refusals write nothing, and the server keeps answering (${mode})`, {
+      timeout: 60_000,
+    }, async () => {
       try {
         await fuzz();
       } catch (err) {

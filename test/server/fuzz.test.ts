@@ -100,10 +100,7 @@ describe("fuzzing the doors", () => {
   });
 });
 
-type Mutation =
-  | { kind: "truncate"; at: number }
-  | { kind: "flip"; at: number; bits: number }
-  | { kind: "splice"; at: number; bytes: Uint8Array };
+type Mutation = { kind: "truncate"; at: number } | { kind: "flip"; at: number; bits: number } | { kind: "splice"; at: number; bytes: Uint8Array };
 
 function mutate(bytes: Buffer, m: Mutation): Buffer {
   if (bytes.length === 0) return Buffer.from([0xff]);
@@ -135,7 +132,25 @@ async function send(via: string, payload: Buffer): Promise<{ code: number; info?
     if (res.status === 200) return { code: 0 };
     const json = JSON.parse(res.body.toString("utf8"));
     const detail = json.details?.[0];
-    const codes = ["ok", "canceled", "unknown", "invalid_argument", "deadline_exceeded", "not_found", "already_exists", "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range", "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated"];
+    const codes = [
+      "ok",
+      "canceled",
+      "unknown",
+      "invalid_argument",
+      "deadline_exceeded",
+      "not_found",
+      "already_exists",
+      "permission_denied",
+      "resource_exhausted",
+      "failed_precondition",
+      "aborted",
+      "out_of_range",
+      "unimplemented",
+      "internal",
+      "unavailable",
+      "data_loss",
+      "unauthenticated",
+    ];
     return {
       code: codes.indexOf(json.code),
       info: detail?.type === "google.rpc.ErrorInfo" ? fromBinary(ErrorInfoSchema, Buffer.from(detail.value, "base64")) : undefined,

@@ -97,9 +97,9 @@ describe("hostile inputs", () => {
   });
 
   it("T32: Content-Length with Transfer-Encoding, obs-fold and bare LF are 400", async () => {
-    expect(
-      await rawHttp("POST /iam/v2beta1/groups HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-    ).toBe("HTTP/1.1 400 Bad Request");
+    expect(await rawHttp("POST /iam/v2beta1/groups HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")).toBe(
+      "HTTP/1.1 400 Bad Request",
+    );
     expect(await rawHttp("GET /iam/v2beta1/groups HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n")).toBe("HTTP/1.1 400 Bad Request");
     expect(await rawHttp("GET /iam/v2beta1/groups HTTP/1.1\nHost: x\n\n")).toBe("HTTP/1.1 400 Bad Request");
   });

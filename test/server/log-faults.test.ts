@@ -90,9 +90,7 @@ describe.skipIf(!fs.existsSync("/dev/full"))("logs on a full disk", () => {
     });
     children.push(child);
     fs.closeSync(full);
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      child.once("exit", (code, signal) => resolve({ code, signal })),
-    );
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
     try {
       await accepting(port, exited);
       const url = `http://${HOST}:${port}`;

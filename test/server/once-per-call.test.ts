@@ -42,14 +42,18 @@ describe.each([true, false])("once per call (fast path %s)", (fastUnary) => {
         done();
       },
     });
-    t = await startTestApp({}, {}, {
-      log: pino({ level: "info" }, sink),
-      fastUnary,
-      testHook(_method, _context, request) {
-        hookCalls++;
-        if ((request as { uid?: string }).uid === SENTINEL) throw new Error("a handler's bug");
+    t = await startTestApp(
+      {},
+      {},
+      {
+        log: pino({ level: "info" }, sink),
+        fastUnary,
+        testHook(_method, _context, request) {
+          hookCalls++;
+          if ((request as { uid?: string }).uid === SENTINEL) throw new Error("a handler's bug");
+        },
       },
-    });
+    );
   });
   afterAll(async () => {
     await t?.close();

@@ -108,11 +108,7 @@ async function refusedUnchanged(c: Case, body: Buffer): Promise<Outcome> {
 
 /** `{"group": {"name": …, "description": "ab<bytes>cd"}}` as raw bytes (REST's body is the group itself). */
 function groupWithDescriptionBytes(door: Door, bytes: number[]): Buffer {
-  const inner = Buffer.concat([
-    Buffer.from('{"name":"utf8 probe","description":"ab'),
-    Buffer.from(bytes),
-    Buffer.from('cd"}'),
-  ]);
+  const inner = Buffer.concat([Buffer.from('{"name":"utf8 probe","description":"ab'), Buffer.from(bytes), Buffer.from('cd"}')]);
   return door === "rest" ? inner : Buffer.concat([Buffer.from('{"group":'), inner, Buffer.from("}")]);
 }
 

@@ -58,11 +58,29 @@ describe("TLS", () => {
   it("serves HTTP/1.1 and HTTP/2 (ALPN) on one TLS port", async () => {
     const certFile = path.join(dir, "cert.pem");
     const keyFile = path.join(dir, "key.pem");
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-      "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=IP:127.0.0.1",
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        keyFile,
+        "-out",
+        certFile,
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
     const ca = fs.readFileSync(certFile);
     const t = await startTestApp({ tls: { certFile, keyFile } });
     try {
@@ -106,11 +124,29 @@ describe("TLS", () => {
     const certFile = path.join(dir, "cert.pem");
     const keyFile = path.join(dir, "key.pem");
     if (!fs.existsSync(certFile)) {
-      execFileSync("openssl", [
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", keyFile, "-out", certFile, "-days", "1", "-subj", "/CN=localhost",
-        "-addext", "subjectAltName=IP:127.0.0.1",
-      ], { stdio: "ignore" });
+      execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-keyout",
+          keyFile,
+          "-out",
+          certFile,
+          "-days",
+          "1",
+          "-subj",
+          "/CN=localhost",
+          "-addext",
+          "subjectAltName=IP:127.0.0.1",
+        ],
+        { stdio: "ignore" },
+      );
     }
     // The first-bytes bound is short and the idle one far away.
     const t = await startTestApp({ tls: { certFile, keyFile } }, { firstBytesTimeoutMs: 100, http2IdleMs: 60_000, maxConnectionsPerPeer: 1 });
@@ -162,9 +198,7 @@ describe("requests answered before their body was read", () => {
     // A 60 s grace: if close() waited for it, this test would time out.
     const t = await startTestApp({}, { shutdownGraceMs: 60_000 });
     const client = createClient(GroupsService, createGrpcJsTransport(t.url));
-    const err = await client
-      .createGroup({ group: { name: "abc", description: "x".repeat(1024 * 1024 + 10) } })
-      .catch((e: unknown) => e as { code: number });
+    const err = await client.createGroup({ group: { name: "abc", description: "x".repeat(1024 * 1024 + 10) } }).catch((e: unknown) => e as { code: number });
     expect((err as { code: number }).code).toBe(8);
     closeGrpcClients();
     await t.close();

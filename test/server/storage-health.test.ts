@@ -41,10 +41,17 @@ describe("health follows whether the database can be written", () => {
   it("a full disk: the failed write turns Check NOT_SERVING on every door; a write that succeeds turns it back", async () => {
     let db: Db | undefined;
     // No probe during the test: the outcome of the API's own writes is what is looked at.
-    const t = await startTestApp({}, { storageProbeMs: 3_600_000 }, { onStore: (s) => void (db = sqliteConnectionOf(s)) });
+    const t = await startTestApp(
+      {},
+      { storageProbeMs: 3_600_000 },
+      {
+        onStore: (s) => {
+          db = sqliteConnectionOf(s);
+        },
+      },
+    );
     try {
-      const statuses = async () =>
-        Promise.all(rpcTransports.map(async (tr) => (await createClient(Health, tr.create(t.url)).check({ service: "" })).status));
+      const statuses = async () => Promise.all(rpcTransports.map(async (tr) => (await createClient(Health, tr.create(t.url)).check({ service: "" })).status));
       expect(await statuses()).toEqual(rpcTransports.map(() => ServingStatus.SERVING));
       const sqlite = (db as Db).$client;
       const room = sqlite.pragma("max_page_count", { simple: true }) as number;

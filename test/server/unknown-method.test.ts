@@ -31,11 +31,7 @@ for (const fastUnary of [true, false]) {
     });
     afterAll(async () => t.close());
 
-    const headers = (contentType: string): HeaderPairs => [
-      ["content-type", contentType],
-      ["te", "trailers"],
-      ...Object.entries(defaultAuthHeaders(t.url)),
-    ];
+    const headers = (contentType: string): HeaderPairs => [["content-type", contentType], ["te", "trailers"], ...Object.entries(defaultAuthHeaders(t.url))];
 
     for (const { door, h2, contentType, body } of DOORS) {
       const label = `${door} over ${h2 ? "h2" : "HTTP/1.1"} (${contentType})`;

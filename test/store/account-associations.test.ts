@@ -18,7 +18,10 @@ describe.each(ENGINES)("account associations on $name", (engineUnderTest) => {
     const { groups, accountAssociations: associations } = opened.engine.repositories;
     const add = async (key: string, parentUid: string | null) => {
       tree[key] = (await groups.create({ parentUid, name: key, description: "", verified: false, kind: 0 }, NOW)).uid;
-      await associations.create({ groupUid: tree[key] as string, name: `assoc-${key}`, description: "", providers: { amazon: { account: "123456789012" } } }, NOW);
+      await associations.create(
+        { groupUid: tree[key] as string, name: `assoc-${key}`, description: "", providers: { amazon: { account: "123456789012" } } },
+        NOW,
+      );
     };
     await add("a", null);
     await add("b", null);

@@ -42,8 +42,30 @@ function fields(i: number): AdvisoryFields {
     createTime: NOW + i,
     updateTime: NOW + i,
     events: [
-      { createTime: NOW + i, author: pick(["ann", "bob", "cy"]), reviewer: pick(["rev-1", "rev-2"]), reviewState: (i % 3) + 1, issue: null, eventType: (i % 4) + 1, body: "{}", findings: null },
-      ...(i % 2 === 0 ? [{ createTime: NOW + i + 1, author: "dee", reviewer: "rev-3", reviewState: REVIEW_STATE_APPROVED, issue: null, eventType: 3, body: "{}", findings: null }] : []),
+      {
+        createTime: NOW + i,
+        author: pick(["ann", "bob", "cy"]),
+        reviewer: pick(["rev-1", "rev-2"]),
+        reviewState: (i % 3) + 1,
+        issue: null,
+        eventType: (i % 4) + 1,
+        body: "{}",
+        findings: null,
+      },
+      ...(i % 2 === 0
+        ? [
+            {
+              createTime: NOW + i + 1,
+              author: "dee",
+              reviewer: "rev-3",
+              reviewState: REVIEW_STATE_APPROVED,
+              issue: null,
+              eventType: 3,
+              body: "{}",
+              findings: null,
+            },
+          ]
+        : []),
     ],
   };
 }
@@ -122,7 +144,10 @@ describe("listing advisories (statements prepared once per filter shape)", () =>
         [second, secondUids],
         [first, firstUids],
       ] as const) {
-        expect((await repo.list(filter, page)).map((r) => r.uid), name).toEqual(expected);
+        expect(
+          (await repo.list(filter, page)).map((r) => r.uid),
+          name,
+        ).toEqual(expected);
         expect(await repo.count(filter), name).toBe(expected.length);
       }
     }
@@ -144,7 +169,11 @@ describe("listing advisories (statements prepared once per filter shape)", () =>
     const up = await repo.list({ uidp: {}, artifactTypes: ["apk"] }, { order: "uid", desc: false, offset: 0, limit: 5, after });
     expect(up.map((r) => r.uid)).toEqual(all.slice(4, 9));
     const down = await repo.list({ uidp: {}, artifactTypes: ["oci"] }, { order: "uid", desc: true, offset: 1, limit: 3 });
-    expect(down.map((r) => r.uid)).toEqual(inlineUids({ uidp: {}, artifactTypes: ["oci"] }).reverse().slice(1, 4));
+    expect(down.map((r) => r.uid)).toEqual(
+      inlineUids({ uidp: {}, artifactTypes: ["oci"] })
+        .reverse()
+        .slice(1, 4),
+    );
     expect(up.every((r) => r.events.length >= 1)).toBe(true);
   });
 });

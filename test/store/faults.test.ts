@@ -34,7 +34,8 @@ describe("storage faults", () => {
     const dir = tempDir();
     const opened = openDatabase(dir);
     const groups = createGroupsRepository(opened.db);
-    for (let i = 0; i < 200; i++) await groups.create({ parentUid: null, name: `group ${i}`, description: "x".repeat(200), verified: false, kind: 0 }, Date.now());
+    for (let i = 0; i < 200; i++)
+      await groups.create({ parentUid: null, name: `group ${i}`, description: "x".repeat(200), verified: false, kind: 0 }, Date.now());
     opened.close();
     const file = databaseFile(dir);
     const bytes = fs.readFileSync(file);
@@ -130,7 +131,8 @@ describe("storage faults", () => {
       sqlite.pragma(`max_page_count = ${sqlite.pragma("page_count", { simple: true })}`);
       let failure: unknown;
       try {
-        for (let i = 0; i < 500; i++) await groups.create({ parentUid: root.uid, name: `child ${i}`, description: "y".repeat(400), verified: false, kind: 0 }, Date.now());
+        for (let i = 0; i < 500; i++)
+          await groups.create({ parentUid: root.uid, name: `child ${i}`, description: "y".repeat(400), verified: false, kind: 0 }, Date.now());
       } catch (err) {
         failure = err;
       }

@@ -158,7 +158,11 @@ describe("GroupInvitesRepository.list (statements prepared once per filter shape
     }
     const page = { order: "uid" as const, desc: false, offset: 0, limit: 100 };
     const uids = async (filter: Parameters<GroupInvitesRepository["list"]>[0]) => (await repo.list(filter, page)).map((i) => i.uid);
-    const expected = (pred: (i: GroupInviteRecord) => boolean) => made.filter(pred).map((i) => i.uid).sort();
+    const expected = (pred: (i: GroupInviteRecord) => boolean) =>
+      made
+        .filter(pred)
+        .map((i) => i.uid)
+        .sort();
     for (let round = 0; round < 2; round++) {
       expect(await uids({ uidp: { childrenOf: org } })).toEqual(expected((i) => i.parentUid === org));
       expect(await uids({ uidp: { childrenOf: folder } })).toEqual(expected((i) => i.parentUid === folder));

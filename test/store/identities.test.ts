@@ -23,8 +23,7 @@ let opened: OpenedDatabase;
 let repo: IdentitiesRepository;
 let org: string;
 
-const create = (relationship: Relationship) =>
-  repo.create({ parentUid: org, name: "someone", description: "", company: "", relationship }, NOW);
+const create = (relationship: Relationship) => repo.create({ parentUid: org, name: "someone", description: "", company: "", relationship }, NOW);
 const row = (uid: string) => opened.db.select().from(identities).where(eq(identities.uid, uid)).get();
 
 beforeEach(async () => {

@@ -89,7 +89,7 @@ beforeAll(async () => {
 
 /** Advisory `i`: values cycle so that every filter value matches some rows, not all. */
 function advisory(i: number): AdvisoryFields {
-  const pick = <T,>(values: readonly T[]) => values[i % values.length] as T;
+  const pick = <T>(values: readonly T[]) => values[i % values.length] as T;
   return {
     advisoryId: `CGA-${i % 5}`,
     legacyAdvisoryId: i % 3 === 0 ? null : `LEG-${i % 3}`,
@@ -105,7 +105,15 @@ function advisory(i: number): AdvisoryFields {
     severities: [],
     deleteTime: null,
     events: [
-      { author: pick(["ann", "bob"]), reviewer: pick(["rev-1", "rev-2"]), reviewState: (i % 3) + 1, issue: null, eventType: (i % 4) + 1, body: "{}", findings: null },
+      {
+        author: pick(["ann", "bob"]),
+        reviewer: pick(["rev-1", "rev-2"]),
+        reviewState: (i % 3) + 1,
+        issue: null,
+        eventType: (i % 4) + 1,
+        body: "{}",
+        findings: null,
+      },
     ],
   };
 }
@@ -113,8 +121,8 @@ afterAll(async () => {
   await opened.close();
 });
 
-const oneOf = <T,>(values: readonly T[]) => fc.constantFrom(...values);
-const maybe = <T,>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
+const oneOf = <T>(values: readonly T[]) => fc.constantFrom(...values);
+const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 
 /**
  * The hierarchy conditions over uids that exist and one that does not: mostly none or one
@@ -126,13 +134,22 @@ function uidpArb(uids: () => readonly string[]): fc.Arbitrary<UidpFilter> {
   const ids = fc.constant(null).chain(() => fc.subarray([...uids()], { minLength: 1, maxLength: 2 }));
   return fc.oneof(
     { weight: 2, arbitrary: fc.constant({}) },
-    { weight: 4, arbitrary: fc.oneof(uid.map((u) => ({ childrenOf: u })), uid.map((u) => ({ descendantsOf: u })), uid.map((u) => ({ ancestorsOf: u })), fc.constant({ inRoot: true }), ids.map((i) => ({ ids: i }))) },
+    {
+      weight: 4,
+      arbitrary: fc.oneof(
+        uid.map((u) => ({ childrenOf: u })),
+        uid.map((u) => ({ descendantsOf: u })),
+        uid.map((u) => ({ ancestorsOf: u })),
+        fc.constant({ inRoot: true }),
+        ids.map((i) => ({ ids: i })),
+      ),
+    },
     { weight: 1, arbitrary: fc.record({ childrenOf: uid, descendantsOf: uid, ancestorsOf: uid, inRoot: fc.boolean(), ids }, { requiredKeys: [] }) },
   );
 }
 
 /** Half the time no other condition, so a case is often one condition alone. */
-const sometimes = <T,>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
+const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
 
 const withinArb = fc.constant(null).chain(() => sometimes(fc.subarray(groupUids, { maxLength: 2 })));
 
@@ -246,7 +263,7 @@ describe("cached List statements answer as freshly built ones (SQLite, fast-chec
   });
 
   it("advisories (sub-selects over events and aliases)", async () => {
-    const list = <T,>(values: readonly T[]) => sometimes(fc.subarray([...values], { minLength: 1, maxLength: Math.min(2, values.length) }));
+    const list = <T>(values: readonly T[]) => sometimes(fc.subarray([...values], { minLength: 1, maxLength: Math.min(2, values.length) }));
     const filter: fc.Arbitrary<AdvisoryListFilter> = fc.record({
       uidp: uidpArb(() => groupUids),
       within: withinArb,

@@ -24,10 +24,18 @@ describe("order definitions", () => {
     ["identities", IDENTITY_ORDERS.spellings, TIMES],
     ["identity providers", IDENTITY_PROVIDER_ORDERS.spellings, TIMES],
     ["tags", TAG_ORDERS.spellings, { uid: "uid", name: "name", update_time: "update_time", updated_at: "update_time" }],
-    ["advisories", ADVISORY_ORDERS.spellings, { uid: "uid", advisory_id: "advisory_id", create_time: "create_time", created_at: "create_time", update_time: "update_time", updated_at: "update_time" }],
+    [
+      "advisories",
+      ADVISORY_ORDERS.spellings,
+      { uid: "uid", advisory_id: "advisory_id", create_time: "create_time", created_at: "create_time", update_time: "update_time", updated_at: "update_time" },
+    ],
     ["group invites", GROUP_INVITE_ORDERS.spellings, { uid: "uid", create_time: "create_time", created_at: "create_time", expiration_time: "expiration_time" }],
     ["role bindings", ROLE_BINDING_ORDERS.spellings, { uid: "uid", create_time: "create_time", created_at: "create_time" }],
-    ["account associations", ACCOUNT_ASSOCIATION_ORDERS.spellings, { group: "uid", uid: "uid", name: "name", create_time: "create_time", created_at: "create_time" }],
+    [
+      "account associations",
+      ACCOUNT_ASSOCIATION_ORDERS.spellings,
+      { group: "uid", uid: "uid", name: "name", create_time: "create_time", created_at: "create_time" },
+    ],
   ])("%s accept exactly these order_by fields, in this order", (_name, spellings, expected) => {
     expect(Object.entries(spellings)).toEqual(Object.entries(expected));
   });

@@ -43,7 +43,9 @@ describe("check-then-act races", () => {
     const db = new Database(t.dbFile, { readonly: true });
     try {
       expect(db.pragma("foreign_key_check")).toEqual([]);
-      const orphans = db.prepare("SELECT uid FROM groups g WHERE parent_uid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM groups p WHERE p.uid = g.parent_uid)").all();
+      const orphans = db
+        .prepare("SELECT uid FROM groups g WHERE parent_uid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM groups p WHERE p.uid = g.parent_uid)")
+        .all();
       expect(orphans).toEqual([]);
     } finally {
       db.close();

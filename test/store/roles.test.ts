@@ -54,7 +54,10 @@ describe("the built-in role definitions", () => {
   it("hold only capabilities a custom role could hold, and the published names", () => {
     for (const role of BUILT_IN_ROLES) {
       expect(role.capabilities.length, role.name).toBeGreaterThan(0);
-      expect(role.capabilities.filter((c) => !grantableCapability(c)), role.name).toEqual([]);
+      expect(
+        role.capabilities.filter((c) => !grantableCapability(c)),
+        role.name,
+      ).toEqual([]);
       expect(new Set(role.capabilities).size).toBe(role.capabilities.length);
       expect(role.description).toMatch(/^[A-Z][A-Za-z ]+ Role \(built-in\)$/);
     }
@@ -75,7 +78,13 @@ describe("the built-in role definitions", () => {
     expect(caps("owner").has(Capability.CAP_ADVISORIES_CREATE)).toBe(false);
     expect(caps("registry.pull_token_creator").has(Capability.CAP_IAM_IDENTITY_LIST)).toBe(false);
     expect([...caps("advisories.admin")].sort()).toEqual(
-      [Capability.CAP_ADVISORIES_LIST, Capability.CAP_ADVISORIES_CREATE, Capability.CAP_ADVISORIES_UPDATE, Capability.CAP_ADVISORIES_APPROVE, Capability.CAP_ADVISORIES_DELETE].sort(),
+      [
+        Capability.CAP_ADVISORIES_LIST,
+        Capability.CAP_ADVISORIES_CREATE,
+        Capability.CAP_ADVISORIES_UPDATE,
+        Capability.CAP_ADVISORIES_APPROVE,
+        Capability.CAP_ADVISORIES_DELETE,
+      ].sort(),
     );
   });
 
@@ -143,11 +152,16 @@ describe("listing roles (statements prepared once per filter shape)", () => {
     for (const name of ["org-a", "org-b"]) orgs.push((await groups.create({ parentUid: null, name, description: "", verified: false, kind: 0 }, NOW)).uid);
     const [a, b] = orgs as [string, string];
     const custom: RoleRecord[] = [];
-    for (const org of orgs) for (const name of ["reader", "writer"]) custom.push(await repo.create({ parentUid: org, name, description: "", capabilities: [] }, NOW));
+    for (const org of orgs)
+      for (const name of ["reader", "writer"]) custom.push(await repo.create({ parentUid: org, name, description: "", capabilities: [] }, NOW));
     const builtIns = BUILT_IN_ROLES.map((r) => builtInRoleUid(r.name)).sort();
     const page = { order: "uid" as const, desc: false, offset: 0, limit: 1000 };
     const uids = async (filter: Parameters<typeof repo.list>[0]) => (await repo.list(filter, page)).map((r) => r.uid).sort();
-    const expected = (pred: (r: RoleRecord) => boolean) => custom.filter(pred).map((r) => r.uid).sort();
+    const expected = (pred: (r: RoleRecord) => boolean) =>
+      custom
+        .filter(pred)
+        .map((r) => r.uid)
+        .sort();
 
     for (const org of [a, b, a]) {
       expect(await uids({ uidp: { childrenOf: org } })).toEqual(expected((r) => r.parentUid === org));
@@ -161,6 +175,8 @@ describe("listing roles (statements prepared once per filter shape)", () => {
     }
     expect(await uids({ uidp: {}, within: [] })).toEqual(builtIns);
     const after = { value: custom[0]?.uid as string, uid: custom[0]?.uid as string };
-    expect((await repo.list({ uidp: { childrenOf: a } }, { ...page, after })).map((r) => r.uid)).toEqual(expected((r) => r.parentUid === a && r.uid > after.uid));
+    expect((await repo.list({ uidp: { childrenOf: a } }, { ...page, after })).map((r) => r.uid)).toEqual(
+      expected((r) => r.parentUid === a && r.uid > after.uid),
+    );
   });
 });

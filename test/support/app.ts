@@ -36,11 +36,7 @@ export const FAST_UNARY_OFF = process.env.TRELLIS_TEST_FAST_UNARY === "off";
 /** What a test may change besides config and limits (the clock stays the test app's own). */
 export type TestOverrides = Omit<AppOverrides, "now" | "limits">;
 
-export async function startTestApp(
-  config: Partial<ServerConfig> = {},
-  limits: Partial<Limits> = {},
-  overrides: TestOverrides = {},
-): Promise<TestApp> {
+export async function startTestApp(config: Partial<ServerConfig> = {}, limits: Partial<Limits> = {}, overrides: TestOverrides = {}): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
   let offset = 0;
   const app = await startApp(

@@ -60,7 +60,10 @@ export function rpcDoor(transport: NamedTransport): CallDoor {
   const transportFor = (baseUrl: string, token: CallToken) => {
     const key = `${baseUrl} ${token === undefined ? "operator" : token === null ? "none" : `token ${token}`}`;
     let tr = transports.get(key);
-    if (!tr) transports.set(key, (tr = transport.create(baseUrl, { token })));
+    if (!tr) {
+      tr = transport.create(baseUrl, { token });
+      transports.set(key, tr);
+    }
     return tr;
   };
   return {

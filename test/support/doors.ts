@@ -69,9 +69,7 @@ function h1Request(baseUrl: string, init: { method?: string; path: string; heade
     const req = http.request({ host: u.hostname, port: u.port, method: init.method ?? "POST", path: init.path, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, headers: flat(res.headers), trailers: flat(res.trailers), body: Buffer.concat(chunks) }),
-      );
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: flat(res.headers), trailers: flat(res.trailers), body: Buffer.concat(chunks) }));
     });
     // setHeader with an array writes one header line per value.
     for (const [k, v] of Object.entries(grouped(init.headers))) req.setHeader(k, v);
@@ -141,9 +139,7 @@ export function outcomeOf(door: Door, res: RawResponse): Outcome {
   const body = JSON.parse(text) as { code: string | number; message?: string; details?: Array<Record<string, unknown>> };
   const code = typeof body.code === "number" ? body.code : (CONNECT_CODES[body.code] ?? NaN);
   const details = (body.details ?? []).map((d) =>
-    door === "connect"
-      ? { typeUrl: `type.googleapis.com/${d.type as string}`, value: Buffer.from(d.value as string, "base64") }
-      : { json: d },
+    door === "connect" ? { typeUrl: `type.googleapis.com/${d.type as string}`, value: Buffer.from(d.value as string, "base64") } : { json: d },
   );
   return { code, status: res.status, message: body.message ?? "", ...detailsOf(details), text };
 }

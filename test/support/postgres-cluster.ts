@@ -22,8 +22,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   // As root, startCluster installs Debian's package when the binaries are missing (and PG_BIN unset).
   const canInstall = process.getuid?.() === 0 && !process.env.PG_BIN;
   if (!findServerBinaries() && !canInstall) {
-    const message =
-      "PostgreSQL server binaries are not installed (Debian: apt-get install postgresql, or set PG_BIN), so the PostgreSQL tests cannot run";
+    const message = "PostgreSQL server binaries are not installed (Debian: apt-get install postgresql, or set PG_BIN), so the PostgreSQL tests cannot run";
     if (process.env.CI === "true") throw new Error(message);
     console.warn(`postgres tests skipped: ${message}`);
     project.provide("postgresUrl", null);

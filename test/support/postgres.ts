@@ -35,7 +35,10 @@ export function withDatabase(url: string, database: string): string {
 export async function freshPostgresDatabase(label = "t"): Promise<string> {
   const cluster = postgresClusterUrl();
   if (cluster === null) throw new Error("no PostgreSQL cluster in this run (see test/support/postgres-cluster.ts)");
-  const name = `trellis_${label.replace(/[^a-z0-9_]/gi, "_").toLowerCase().slice(0, 30)}_${randomBytes(6).toString("hex")}`;
+  const name = `trellis_${label
+    .replace(/[^a-z0-9_]/gi, "_")
+    .toLowerCase()
+    .slice(0, 30)}_${randomBytes(6).toString("hex")}`;
   await adminQuery(cluster, `CREATE DATABASE ${name}`);
   afterAll(async () => {
     await adminQuery(cluster, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -93,7 +93,12 @@ export function randomMessage(desc: DescMessage, rnd: () => number, options: Ran
       if (deep && field.mapKind === "message") continue;
       const record: Record<string, unknown> = {};
       for (let i = Math.floor(rnd() * 3); i > 0; i--) {
-        Object.defineProperty(record, keyFor(field.mapKey, pick), { value: value(field, field.mapKind, field.scalar), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(record, keyFor(field.mapKey, pick), {
+          value: value(field, field.mapKind, field.scalar),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       m[field.localName] = record;
     } else if (field.fieldKind === "message") {

@@ -22,7 +22,10 @@ export function grpcWebTrailers(body: Buffer): Record<string, string> {
     const len = body.readUInt32BE(at + 1);
     if (body[at] & 0x80) {
       const out: Record<string, string> = {};
-      for (const line of body.subarray(at + 5, at + 5 + len).toString("latin1").split("\r\n")) {
+      for (const line of body
+        .subarray(at + 5, at + 5 + len)
+        .toString("latin1")
+        .split("\r\n")) {
         const i = line.indexOf(":");
         if (i > 0) out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
       }

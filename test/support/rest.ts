@@ -13,13 +13,7 @@ export interface RestResponse {
   readonly body: any;
 }
 
-export async function rest(
-  baseUrl: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<RestResponse> {
+export async function rest(baseUrl: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<RestResponse> {
   const withAuth: Record<string, string> = { ...defaultAuthHeaders(baseUrl), ...headers };
   if (withAuth.authorization === "") delete withAuth.authorization;
   if (headers["x-test-raw"]) return raw(baseUrl, method, path, body, withAuth);

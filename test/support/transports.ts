@@ -49,13 +49,11 @@ export const rpcTransports: readonly NamedTransport[] = [
   { name: "grpc (grpc-js)", create: (baseUrl, auth) => createGrpcJsTransport(baseUrl, auth) },
   {
     name: "connect (json, http/1.1)",
-    create: (baseUrl, auth) =>
-      createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, interceptors: bearer(baseUrl, auth) }),
+    create: (baseUrl, auth) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, interceptors: bearer(baseUrl, auth) }),
   },
   {
     name: "connect (proto, h2)",
-    create: (baseUrl, auth) =>
-      createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, interceptors: bearer(baseUrl, auth) }),
+    create: (baseUrl, auth) => createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, interceptors: bearer(baseUrl, auth) }),
   },
   {
     name: "grpc-web (http/1.1)",

@@ -111,7 +111,7 @@ export function registerAuth(program: Command, io: Io): void {
 
   auth
     .command("token")
-    .description("print a valid API token (only the token), e.g. for curl -H \"Authorization: Bearer $(trellis auth token)\"")
+    .description('print a valid API token (only the token), e.g. for curl -H "Authorization: Bearer $(trellis auth token)"')
     .option("--audience <host>", "a token for another audience, such as the registry host")
     .addOption(new Option("--local", "an operator token minted from a local server's data directory (no login)"))
     .addOption(new Option("--data <dir>", "with --local: the data directory [env TRELLIS_DATA, default ./data]").implies({ local: true }))
@@ -157,8 +157,7 @@ export function registerAuth(program: Command, io: Io): void {
       const source = opts.token ? "--token" : io.env.TRELLIS_TOKEN ? "TRELLIS_TOKEN" : login ? "login cache" : "none";
       const fresh = login !== undefined && isFresh(login.token, nowSeconds());
       const renewable =
-        login !== undefined &&
-        (login.source.kind === "identity" || isFresh(login.source.idToken, nowSeconds()) || login.source.refreshToken !== undefined);
+        login !== undefined && (login.source.kind === "identity" || isFresh(login.source.idToken, nowSeconds()) || login.source.refreshToken !== undefined);
       const status = {
         api: url,
         tokenSource: source,
@@ -173,7 +172,12 @@ export function registerAuth(program: Command, io: Io): void {
       };
       if (format === "json") io.out(`${JSON.stringify(status, null, 2)}\n`);
       else if (format === "yaml") io.out(toYaml(status));
-      else io.out(Object.entries(status).map(([k, v]) => `${k}: ${String(v)}\n`).join(""));
+      else
+        io.out(
+          Object.entries(status)
+            .map(([k, v]) => `${k}: ${String(v)}\n`)
+            .join(""),
+        );
       if (source === "none" && !login) throw authError(`not logged in to ${url}`);
       if (source === "login cache" && !fresh && !renewable) throw authError("the cached login has expired; run `trellis auth login`");
     });

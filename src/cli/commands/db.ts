@@ -26,7 +26,7 @@ export function registerDb(program: Command, io: Io): void {
       // Loaded on use: it opens SQLite and PostgreSQL, which client commands never need.
       const { copySqliteToPostgres, CopyRefusedError } = await import("../../store/postgres/copy.js");
       const progress = progressReporter(io);
-      let tables;
+      let tables: Awaited<ReturnType<typeof copySqliteToPostgres>>;
       try {
         tables = await copySqliteToPostgres({ fromDir: from, toUrl: opts.to, onProgress: progress });
       } catch (err) {

@@ -133,8 +133,7 @@ export function drawTree(groups: readonly { uid: string; name: string }[]): stri
       roots.push(g);
     }
   }
-  const byName = (a: { name: string; uid: string }, b: { name: string; uid: string }) =>
-    a.name < b.name ? -1 : a.name > b.name ? 1 : a.uid < b.uid ? -1 : 1;
+  const byName = (a: { name: string; uid: string }, b: { name: string; uid: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.uid < b.uid ? -1 : 1);
   const lines: string[] = [];
   const visit = (g: { uid: string; name: string }, prefix: string, branch: string) => {
     lines.push(`${prefix}${branch}${g.name}  ${g.uid}`);

@@ -90,9 +90,17 @@ export function registerIdentities(iam: Command, io: Io): void {
         if (o.subject !== undefined && o.subjectPattern !== undefined) throw usageError("give --subject or --subject-pattern, not both");
         const parent = await resolveGroup(ctx, o.group);
         const iss =
-          o.issuer !== undefined ? { case: "issuer" as const, value: o.issuer } : o.issuerPattern !== undefined ? { case: "issuerPattern" as const, value: o.issuerPattern } : { case: undefined };
+          o.issuer !== undefined
+            ? { case: "issuer" as const, value: o.issuer }
+            : o.issuerPattern !== undefined
+              ? { case: "issuerPattern" as const, value: o.issuerPattern }
+              : { case: undefined };
         const sub =
-          o.subject !== undefined ? { case: "subject" as const, value: o.subject } : o.subjectPattern !== undefined ? { case: "subjectPattern" as const, value: o.subjectPattern } : { case: undefined };
+          o.subject !== undefined
+            ? { case: "subject" as const, value: o.subject }
+            : o.subjectPattern !== undefined
+              ? { case: "subjectPattern" as const, value: o.subjectPattern }
+              : { case: undefined };
         const identity = await ctx.client(IdentitiesService).createIdentity({
           parent,
           identity: {

@@ -33,7 +33,13 @@ function printKeys(io: Io, format: OutputFormat, keys: readonly KeyInfo[]): void
       return;
     case "json":
     case "yaml": {
-      const values = keys.map((k) => ({ use: k.use, id: k.id, status: k.status, createTime: iso(k.createTime), ...(k.retireTime === undefined ? {} : { retireTime: iso(k.retireTime) }) }));
+      const values = keys.map((k) => ({
+        use: k.use,
+        id: k.id,
+        status: k.status,
+        createTime: iso(k.createTime),
+        ...(k.retireTime === undefined ? {} : { retireTime: iso(k.retireTime) }),
+      }));
       io.out(format === "json" ? `${JSON.stringify(values, null, 2)}\n` : toYaml(values));
       return;
     }
@@ -63,9 +69,7 @@ async function local<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 export function registerKeys(program: Command, io: Io): void {
-  const keys = program
-    .command("keys")
-    .description("the server's token-signing and page-token keys (on the data directory; operator only)");
+  const keys = program.command("keys").description("the server's token-signing and page-token keys (on the data directory; operator only)");
 
   keys
     .command("list")

@@ -30,20 +30,13 @@ export async function discoverUserIdps(api: string): Promise<UserIdp[]> {
     typeof i.issuer === "string" && typeof i.client_id === "string" ? [{ issuer: i.issuer, clientId: i.client_id }] : [],
   );
   if (idps.length === 0) {
-    throw authError(
-      `${api} trusts no user identity provider for browser login; use \`trellis auth login --identity UID --identity-token FILE\``,
-    );
+    throw authError(`${api} trusts no user identity provider for browser login; use \`trellis auth login --identity UID --identity-token FILE\``);
   }
   return idps;
 }
 
 /** Exchanges an IdP token for an API token for `audience` (and an assumed identity if given). */
-export async function exchange(
-  api: string,
-  idpToken: string,
-  audience: string,
-  identity?: string,
-): Promise<CachedToken> {
+export async function exchange(api: string, idpToken: string, audience: string, identity?: string): Promise<CachedToken> {
   const url = new URL("sts/exchange", withSlash(api));
   url.searchParams.set("aud", audience);
   if (identity) url.searchParams.set("identity", identity);

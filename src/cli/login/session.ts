@@ -33,21 +33,14 @@ export async function apiToken(
  * A token for `audience` from the login cached for `api`: the cached one while fresh, else a
  * new exchange (cached in turn). Throws an auth CliError when the login cannot be renewed.
  */
-export async function tokenForAudience(
-  api: string,
-  login: Login,
-  audience: string,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<CachedToken> {
+export async function tokenForAudience(api: string, login: Login, audience: string, env: NodeJS.ProcessEnv = process.env): Promise<CachedToken> {
   const forApi = audience === apiAudience(api);
   const cached = forApi ? login.token : login.audiences?.[audience];
   if (isFresh(cached, now())) return cached;
 
   const { idpToken, source } = await freshIdpToken(login);
   const token = await exchange(api, idpToken, audience, source.kind === "identity" ? source.identity : undefined);
-  const updated: Login = forApi
-    ? { ...login, source, token }
-    : { ...login, source, audiences: { ...login.audiences, [audience]: token } };
+  const updated: Login = forApi ? { ...login, source, token } : { ...login, source, audiences: { ...login.audiences, [audience]: token } };
   writeLogin(api, updated, env);
   return token;
 }

@@ -20,13 +20,7 @@
  */
 import { create, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  codeToHttpStatus,
-  compressionNegotiate,
-  errorToJsonBytes,
-  parseConnectTimeout as parseTimeout,
-  trailerMux,
-} from "../connect-internals.js";
+import { codeToHttpStatus, compressionNegotiate, errorToJsonBytes, parseConnectTimeout as parseTimeout, trailerMux } from "../connect-internals.js";
 import {
   ACCEPT_COMPRESSION,
   COMPRESS_MIN_BYTES,
@@ -68,16 +62,7 @@ export function createFastConnectUnary(options: FastUnaryOptions) {
     const deadline = parseDeadline(h["connect-timeout-ms"], parseTimeout, maxTimeoutMs);
     if (deadline === false) return false;
     const binary = ct === "application/proto";
-    const context = createLeanContext(
-      route.method,
-      "connect",
-      req,
-      res,
-      options.shutdownSignal,
-      { "content-type": ct },
-      {},
-      deadline,
-    );
+    const context = createLeanContext(route.method, "connect", req, res, options.shutdownSignal, { "content-type": ct }, {}, deadline);
     if (!context) return false;
     const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "accept-encoding"), "accept-encoding");
     readBody(
@@ -93,9 +78,7 @@ export function createFastConnectUnary(options: FastUnaryOptions) {
         } catch {
           return false;
         }
-        invoke(route, binary, input, context, res, compression.response, jsonOptions).catch((err: unknown) =>
-          options.onFailure(req, res, err),
-        );
+        invoke(route, binary, input, context, res, compression.response, jsonOptions).catch((err: unknown) => options.onFailure(req, res, err));
         return true;
       },
       fallback,

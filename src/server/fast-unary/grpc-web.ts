@@ -95,11 +95,7 @@ async function invoke(
   responseCompression: Compression | null,
 ): Promise<void> {
   const frame = await invokeForFrame(route, input, context, responseCompression);
-  const trailer = await envelopeCompress(
-    { flags: trailerFlag, data: trailerSerialize(context.responseTrailer) },
-    responseCompression,
-    COMPRESS_MIN_BYTES,
-  );
+  const trailer = await envelopeCompress({ flags: trailerFlag, data: trailerSerialize(context.responseTrailer) }, responseCompression, COMPRESS_MIN_BYTES);
   // The same calls, in the same order, as connect-node's universalResponseToNodeResponse:
   // one write per frame.
   if (res.destroyed) return;

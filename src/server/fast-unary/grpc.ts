@@ -69,11 +69,17 @@ export function createFastGrpcUnary(options: FastUnaryOptions) {
     const deadline = parseDeadline(h["grpc-timeout"], parseTimeout, maxTimeoutMs);
     if (deadline === false) return false;
     const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, single(req, "grpc-accept-encoding"), "grpc-accept-encoding");
-    readEnvelopedMessage(req, res, options.onFailure, route, max, (input) => {
-      invoke(route, input, req, res, compression.response, options.shutdownSignal, deadline).catch((err: unknown) =>
-        options.onFailure(req, res, err),
-      );
-    }, fallback);
+    readEnvelopedMessage(
+      req,
+      res,
+      options.onFailure,
+      route,
+      max,
+      (input) => {
+        invoke(route, input, req, res, compression.response, options.shutdownSignal, deadline).catch((err: unknown) => options.onFailure(req, res, err));
+      },
+      fallback,
+    );
     return true;
   };
 }

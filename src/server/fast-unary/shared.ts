@@ -224,11 +224,7 @@ type ParseTimeout = (value: string | null, maxTimeoutMs: number) => { timeoutMs?
  * The value is parsed with connect's own exported parseTimeout, so what counts as valid, the
  * unit arithmetic and the ceiling are connect-node's by construction, not a copy of them.
  */
-export function parseDeadline(
-  value: string | string[] | undefined,
-  parse: ParseTimeout,
-  maxTimeoutMs: number,
-): number | undefined | false {
+export function parseDeadline(value: string | string[] | undefined, parse: ParseTimeout, maxTimeoutMs: number): number | undefined | false {
   if (value === undefined) return undefined;
   if (typeof value !== "string") return false;
   const { timeoutMs, error } = parse(value, maxTimeoutMs);
@@ -390,10 +386,7 @@ export async function invokeForFrame(
     const env = await envelopeCompress({ flags: 0, data }, responseCompression, COMPRESS_MIN_BYTES);
     return encodeEnvelope(env.flags, env.data);
   } catch (err) {
-    setTrailerStatus(
-      context.responseTrailer,
-      err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err),
-    );
+    setTrailerStatus(context.responseTrailer, err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err));
     return undefined;
   } finally {
     context.cleanup();

@@ -37,11 +37,7 @@ import {
 import { type FieldViolation, invalidArgument, invalidField, notFound, unimplemented } from "../../errors/api-error.js";
 import { resolveNestedUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
-import {
-  type AccountAssociationChanges,
-  type AccountProviders,
-  ACCOUNT_ASSOCIATION_ORDERS,
-} from "../../store/account-associations.js";
+import { type AccountAssociationChanges, type AccountProviders, ACCOUNT_ASSOCIATION_ORDERS } from "../../store/account-associations.js";
 import { isUidp } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
@@ -65,9 +61,7 @@ const MASK_RULES = { mutable: ["name", "description", ...PROVIDERS], nested: PRO
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOKEN = /^[^\s\p{Cc}]{1,256}$/u;
 
-export function createAccountAssociationsService(
-  ctx: ServiceContext,
-): Partial<ServiceImpl<typeof AccountAssociationsService>> {
+export function createAccountAssociationsService(ctx: ServiceContext): Partial<ServiceImpl<typeof AccountAssociationsService>> {
   const repo = ctx.store.accountAssociations;
 
   return {
@@ -95,10 +89,7 @@ export function createAccountAssociationsService(
         ...providerViolations(providers, PROVIDERS),
       );
       if (violations.length > 0 || !aa) throw invalidArgument(violations);
-      const row = await repo.create(
-        { groupUid: req.parent, name: aa.name, description: aa.description, providers },
-        ctx.now(),
-      );
+      const row = await repo.create({ groupUid: req.parent, name: aa.name, description: aa.description, providers }, ctx.now());
       return accountAssociationToProto(row);
     },
 
@@ -222,12 +213,7 @@ function providerViolations(p: AccountProviders, which: readonly Provider[]): Fi
   return collect(...out);
 }
 
-function mapViolation(
-  field: string,
-  map: Readonly<Record<string, string>>,
-  valid: (value: string) => boolean,
-  what: string,
-): FieldViolation | undefined {
+function mapViolation(field: string, map: Readonly<Record<string, string>>, valid: (value: string) => boolean, what: string): FieldViolation | undefined {
   const entries = Object.entries(map);
   if (entries.length === 0) return { field, description: "must have at least one entry" };
   const bad = entries.find(([k, v]) => k === "" || !valid(v));

@@ -3,10 +3,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import {
-  type AccountAssociation,
-  AccountAssociationSchema,
-} from "../../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
+import { type AccountAssociation, AccountAssociationSchema } from "../../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
 import type { AccountAssociationRecord, AccountProviders } from "../../store/account-associations.js";
 
 export function accountAssociationToProto(row: AccountAssociationRecord): AccountAssociation {

@@ -46,7 +46,5 @@ export function oidcFromProto(oidc: IdentityProvider_OIDC): OidcInput {
 
 /** CORRELATION_RULE_UNSPECIFIED is treated as SUB_EQUALS_EXTERNAL_ID (docs/published-api.md "Creates and deletes"). */
 export function effectiveCorrelationRule(rule: IdentityProvider_OIDC_CorrelationRule): IdentityProvider_OIDC_CorrelationRule {
-  return rule === IdentityProvider_OIDC_CorrelationRule.UNSPECIFIED
-    ? IdentityProvider_OIDC_CorrelationRule.SUB_EQUALS_EXTERNAL_ID
-    : rule;
+  return rule === IdentityProvider_OIDC_CorrelationRule.UNSPECIFIED ? IdentityProvider_OIDC_CorrelationRule.SUB_EQUALS_EXTERNAL_ID : rule;
 }

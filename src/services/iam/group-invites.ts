@@ -26,10 +26,7 @@
  */
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import {
-  type GroupInvitesService,
-  ListGroupInvitesRequestSchema,
-} from "../../../gen/chainguard/platform/iam/v2beta1/group_invites_pb.js";
+import { type GroupInvitesService, ListGroupInvitesRequestSchema } from "../../../gen/chainguard/platform/iam/v2beta1/group_invites_pb.js";
 import { type FieldViolation, invalidArgument, notFound } from "../../errors/api-error.js";
 import { listPage } from "../../pagination/page.js";
 import { GROUP_INVITE_ORDERS } from "../../store/group-invites.js";

@@ -18,12 +18,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ownerOfNewOrganization } from "../../auth/caller.js";
 import { escalationGuard } from "../../auth/grant-guard.js";
 import { isOperator, requireOperatorToChange } from "../../auth/operator-fields.js";
-import {
-  GroupSchema,
-  type GroupsService,
-  ListGroupsRequestSchema,
-  OrgKind,
-} from "../../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { GroupSchema, type GroupsService, ListGroupsRequestSchema, OrgKind } from "../../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";

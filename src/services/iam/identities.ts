@@ -101,9 +101,7 @@ const NESTED_MASK_RULES = {
 
 const MAX_COMPANY = 512;
 /** IdentityMetadata fields the caller may set on its own identity (module comment). */
-const METADATA_MUTABLE = IdentityMetadataSchema.fields
-  .map((f) => f.name)
-  .filter((name) => !["uid", "name", "given_name", "family_name"].includes(name));
+const METADATA_MUTABLE = IdentityMetadataSchema.fields.map((f) => f.name).filter((name) => !["uid", "name", "given_name", "family_name"].includes(name));
 const METADATA_TEXT_MAX = MAX_COMPANY;
 const METADATA_URL_MAX = 2048;
 const MAX_JWKS = 64 * 1024;
@@ -315,9 +313,7 @@ function relationshipViolations(relationship: Identity["relationship"], now: num
       return checkAwsIdentity(relationship.value);
     case "servicePrincipal":
       if (relationship.value === ServicePrincipal.UNSPECIFIED) return [EXACTLY_ONE];
-      return ServicePrincipal[relationship.value] === undefined
-        ? [{ field: "service_principal", description: "must be a ServicePrincipal value" }]
-        : [];
+      return ServicePrincipal[relationship.value] === undefined ? [{ field: "service_principal", description: "must be a ServicePrincipal value" }] : [];
   }
 }
 
@@ -327,9 +323,7 @@ function checkStaticKeys(sk: Identity_StaticKeys, now: number): FieldViolation[]
     checkValue("static_keys.issuer", sk.issuer),
     checkValue("static_keys.subject", sk.subject),
     checkJwks("static_keys.issuer_keys", sk.issuerKeys),
-    expiration !== undefined && expiration <= now
-      ? { field: "static_keys.expiration_time", description: "must be in the future" }
-      : undefined,
+    expiration !== undefined && expiration <= now ? { field: "static_keys.expiration_time", description: "must be in the future" } : undefined,
     expiration !== undefined && expiration > now + STATIC_KEYS_MAX_LIFETIME_MS
       ? { field: "static_keys.expiration_time", description: "must be at most 365 days from now" }
       : undefined,

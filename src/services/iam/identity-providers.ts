@@ -43,12 +43,7 @@ import {
 import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveNestedUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
-import {
-  type IdentityProviderChanges,
-  IDENTITY_PROVIDER_ORDERS,
-  type OidcChange,
-  type OidcSettings,
-} from "../../store/identity-providers.js";
+import { type IdentityProviderChanges, IDENTITY_PROVIDER_ORDERS, type OidcChange, type OidcSettings } from "../../store/identity-providers.js";
 import type { ServiceContext } from "../context.js";
 import { filterKey, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
@@ -57,15 +52,7 @@ import { visibleScopes } from "../../auth/visible-scopes.js";
 import type { ScimState } from "../../store/scim-credentials.js";
 import { createScimTokenMethods, scimToProto } from "./scim-tokens.js";
 
-const OIDC_FIELDS = [
-  "issuer",
-  "client_id",
-  "client_secret",
-  "additional_scopes",
-  "groups_claim",
-  "pkce_enabled",
-  "correlation_rule",
-] as const;
+const OIDC_FIELDS = ["issuer", "client_id", "client_secret", "additional_scopes", "groups_claim", "pkce_enabled", "correlation_rule"] as const;
 type OidcField = (typeof OIDC_FIELDS)[number];
 
 const MASK_RULES = { mutable: ["name", "description", "default_role", "oidc"], nested: { oidc: OIDC_FIELDS } };
@@ -78,9 +65,7 @@ const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 /** Printable, no whitespace: client ids, secrets and claim names. */
 const TOKEN = /^[^\s\p{Cc}]+$/u;
 
-export function createIdentityProvidersService(
-  ctx: ServiceContext,
-): Partial<ServiceImpl<typeof IdentityProvidersService>> {
+export function createIdentityProvidersService(ctx: ServiceContext): Partial<ServiceImpl<typeof IdentityProvidersService>> {
   const repo = ctx.store.identityProviders;
   const scim = ctx.store.scimCredentials;
   /** A provider as Get, Create and Update answer it: with its whole SCIM state. */
@@ -130,9 +115,7 @@ export function createIdentityProvidersService(
       requireValid(checkUidp("uid", idp.uid));
       const paths = resolveNestedUpdatePaths(IdentityProviderSchema, idp, req.updateMask, MASK_RULES);
       const given = idp.configuration.case === "oidc" ? idp.configuration.value : create(IdentityProvider_OIDCSchema);
-      const oidcFields = new Set<OidcField>(
-        paths.includes("oidc") ? OIDC_FIELDS : OIDC_FIELDS.filter((f) => paths.includes(`oidc.${f}`)),
-      );
+      const oidcFields = new Set<OidcField>(paths.includes("oidc") ? OIDC_FIELDS : OIDC_FIELDS.filter((f) => paths.includes(`oidc.${f}`)));
       const changes: { -readonly [K in keyof IdentityProviderChanges]: IdentityProviderChanges[K] } = {};
       const violations: (FieldViolation | undefined)[] = [];
       for (const path of paths) {
@@ -246,9 +229,7 @@ function checkOidcField(oidc: IdentityProvider_OIDC, f: OidcField): FieldViolati
     case "additional_scopes":
       return checkScopes(field, oidc.additionalScopes);
     case "correlation_rule":
-      return IdentityProvider_OIDC_CorrelationRule[oidc.correlationRule] === undefined
-        ? { field, description: "must be a CorrelationRule value" }
-        : undefined;
+      return IdentityProvider_OIDC_CorrelationRule[oidc.correlationRule] === undefined ? { field, description: "must be a CorrelationRule value" } : undefined;
     case "pkce_enabled":
       return undefined;
   }
@@ -292,4 +273,3 @@ function checkToken(field: string, value: string): FieldViolation | undefined {
     ? undefined
     : { field, description: `must be at most ${MAX_TOKEN} characters with no whitespace or control characters` };
 }
-

@@ -76,11 +76,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
     async createRoleBinding(req, context) {
       const identityUid = req.roleBinding?.identityUid ?? "";
       const roleUid = req.roleBinding?.roleUid ?? "";
-      const violations = collect(
-        checkUidp("parent", req.parent),
-        checkUidp(SINGLE_FIELDS.identityUid, identityUid),
-        checkUidp(SINGLE_FIELDS.roleUid, roleUid),
-      );
+      const violations = collect(checkUidp("parent", req.parent), checkUidp(SINGLE_FIELDS.identityUid, identityUid), checkUidp(SINGLE_FIELDS.roleUid, roleUid));
       if (violations.length > 0) throw invalidArgument(violations);
       const [row] = await repo.create(req.parent, [{ identityUid, roleUid, fields: SINGLE_FIELDS }], ctx.now(), bindingGuard(context));
       return roleBindingToProto(row as NonNullable<typeof row>);
@@ -124,11 +120,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
     },
 
     async listRoleBindings(req, context) {
-      const violations = collect(
-        checkOptionalUidp("identity", req.identity),
-        checkOptionalUidp("group", req.group),
-        checkOptionalUidp("role", req.role),
-      );
+      const violations = collect(checkOptionalUidp("identity", req.identity), checkOptionalUidp("group", req.group), checkOptionalUidp("role", req.role));
       if (violations.length > 0) throw invalidArgument(violations);
       const filter = {
         uidp: toUidpFilter(req.uidp),
@@ -192,9 +184,7 @@ function batchBindings(req: BatchCreateRoleBindingsRequest): { bindings: NewRole
       request: at,
     };
     violations.push(
-      sub.parent !== "" && sub.parent !== req.parent
-        ? { field: `${at}.parent`, description: "must be empty or equal to the batch parent" }
-        : undefined,
+      sub.parent !== "" && sub.parent !== req.parent ? { field: `${at}.parent`, description: "must be empty or equal to the batch parent" } : undefined,
       checkUidp(fields.identityUid, sub.roleBinding?.identityUid ?? ""),
       fromBatch ? undefined : checkUidp(fields.roleUid, own),
       own !== "" && req.roleUid !== "" && own !== req.roleUid

@@ -30,11 +30,7 @@
 import { getOption, hasOption } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Capability, CapabilitySchema, internal_only } from "../../../gen/chainguard/capabilities/capabilities_pb.js";
-import {
-  ListRolesRequestSchema,
-  RoleSchema,
-  type RolesService,
-} from "../../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
+import { ListRolesRequestSchema, RoleSchema, type RolesService } from "../../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
 import { type FieldViolation, invalidArgument, invalidField, notFound } from "../../errors/api-error.js";
 import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
@@ -157,9 +153,7 @@ export function grantableCapability(capability: number): boolean {
 function checkCapabilities(capabilities: readonly Capability[]): FieldViolation[] {
   if (capabilities.length === 0) return [{ field: "capabilities", description: "at least one capability is required" }];
   return capabilities.flatMap((c, i) =>
-    grantableCapability(c)
-      ? []
-      : [{ field: `capabilities[${i}]`, description: `${Capability[c] ?? c} cannot be granted by a custom role` }],
+    grantableCapability(c) ? [] : [{ field: `capabilities[${i}]`, description: `${Capability[c] ?? c} cannot be granted by a custom role` }],
   );
 }
 

@@ -73,11 +73,9 @@ export function createGroupsV1Service(ctx: ServiceContext): Partial<ServiceImpl<
     },
 
     async update(req, context) {
-      const violations = [
-        checkUidp("id", req.id),
-        checkName("name", req.name),
-        checkDescription("description", req.description),
-      ].filter((v): v is FieldViolation => v !== undefined);
+      const violations = [checkUidp("id", req.id), checkName("name", req.name), checkDescription("description", req.description)].filter(
+        (v): v is FieldViolation => v !== undefined,
+      );
       if (violations.length > 0) throw invalidArgument(violations);
       // v1 PUT replaces every mutable field (docs/published-api.md "Update masks": v1 resets what is left out).
       // Except `verified` for a customer (src/auth/operator-fields.ts): false cannot be told

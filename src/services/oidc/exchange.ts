@@ -110,7 +110,10 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
   const trusted = new Map(deps.trust.identityProviders.map((i) => [i.issuer, i]));
 
   function audiences(raw: readonly string[]): string[] {
-    const auds = raw.flatMap((a) => a.split(",")).map((a) => a.trim()).filter((a) => a !== "");
+    const auds = raw
+      .flatMap((a) => a.split(","))
+      .map((a) => a.trim())
+      .filter((a) => a !== "");
     if (auds.length === 0) throw invalidField("aud", "Audience must be specified (this server's URL, or the registry audience)");
     const allowed = new Set([deps.issuer().audience, ...(deps.trust.registryAudience ? [deps.trust.registryAudience] : [])]);
     for (const a of auds) {
@@ -279,7 +282,7 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
     if (raw === null) return false;
     const value = raw.trim().toLowerCase();
     if (value === "false" || value === "0" || value === "") return false;
-    if (value !== "true" && value !== "1") throw invalidField(REFRESH_REQUEST_HEADER, "must be \"true\" or \"false\"");
+    if (value !== "true" && value !== "1") throw invalidField(REFRESH_REQUEST_HEADER, 'must be "true" or "false"');
     if (identity !== "") throw invalidField(REFRESH_REQUEST_HEADER, "refresh tokens are issued only for user sign-in, not for an assumed identity");
     return true;
   }

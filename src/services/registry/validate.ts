@@ -20,17 +20,7 @@ const DIGEST_RE = new RegExp(DIGEST_PATTERN);
 const ALIAS_RE = /^[a-zA-Z0-9_.\-/]*[a-zA-Z0-9_.-]:[a-zA-Z0-9_.-]+$/;
 
 /** The published bundle allow-list. */
-export const BUNDLES: ReadonlySet<string> = new Set([
-  "application",
-  "base",
-  "byol",
-  "ai",
-  "ai-gpu",
-  "featured",
-  "fips",
-  "commercial",
-  "emeritoss",
-]);
+export const BUNDLES: ReadonlySet<string> = new Set(["application", "base", "byol", "ai", "ai-gpu", "featured", "fips", "commercial", "emeritoss"]);
 
 export function checkRepoName(field: string, value: string): FieldViolation | undefined {
   if (value === "") return { field, description: "is required" };
@@ -56,11 +46,7 @@ export function checkDigest(field: string, value: string): FieldViolation | unde
 }
 
 /** Every element of a list field, reported with its index. */
-export function checkEach(
-  field: string,
-  values: readonly string[],
-  check: (field: string, value: string) => FieldViolation | undefined,
-): FieldViolation[] {
+export function checkEach(field: string, values: readonly string[], check: (field: string, value: string) => FieldViolation | undefined): FieldViolation[] {
   return values.map((v, i) => check(`${field}[${i}]`, v)).filter((v): v is FieldViolation => v !== undefined);
 }
 

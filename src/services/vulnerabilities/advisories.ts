@@ -4,10 +4,7 @@
  * honoured; see src/store/advisories.ts for how each one is answered.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
-import {
-  type AdvisoriesService,
-  ListAdvisoriesRequestSchema,
-} from "../../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import { type AdvisoriesService, ListAdvisoriesRequestSchema } from "../../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { invalidField, notFound } from "../../errors/api-error.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";

@@ -173,9 +173,7 @@ function openSource(dataDir: string, plans: readonly TablePlan[]): Database.Data
   try {
     source.defaultSafeIntegers(true); // 64-bit integers exactly, as BigInt
     const tables = new Set(
-      (source.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map(
-        (r) => r.name,
-      ),
+      (source.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((r) => r.name),
     );
     if (!tables.has("__drizzle_migrations") || !tables.has("groups") || !tables.has("server_keys")) {
       throw new CopyRefusedError(`${file} is not a Trellis database (it lacks Trellis's tables)`);
@@ -209,9 +207,7 @@ async function refuseNonEmptyTarget(client: pg.PoolClient, plans: readonly Table
     if (rowCount) filled.push(plan.name);
   }
   if (filled.length > 0) {
-    throw new CopyRefusedError(
-      `the target database is not empty (rows in ${filled.join(", ")}); db copy only fills an empty database, so nothing was written`,
-    );
+    throw new CopyRefusedError(`the target database is not empty (rows in ${filled.join(", ")}); db copy only fills an empty database, so nothing was written`);
   }
 }
 
@@ -223,12 +219,7 @@ function toParameter(value: unknown, kind: ColumnKind): unknown {
   return value; // text as string, bytes as Buffer
 }
 
-async function copyTable(
-  source: Database.Database,
-  client: pg.PoolClient,
-  plan: TablePlan,
-  onProgress: CopyOptions["onProgress"],
-): Promise<TableCopy> {
+async function copyTable(source: Database.Database, client: pg.PoolClient, plan: TablePlan, onProgress: CopyOptions["onProgress"]): Promise<TableCopy> {
   const cols = plan.columns.map((c) => `"${c.name}"`).join(", ");
   const total = Number((source.prepare(`SELECT count(*) AS n FROM "${plan.name}"`).get() as { n: bigint }).n);
   const digest = tableDigest(plan);
@@ -315,7 +306,7 @@ export function tableDigest(plan: Pick<TablePlan, "columns">): { add(row: readon
     add(row) {
       rows += 1;
       hash.update("R");
-      row.forEach((value, i) => hash.update(canonical(value, plan.columns[i]!.kind)));
+      for (const [i, value] of row.entries()) hash.update(canonical(value, plan.columns[i]!.kind));
     },
     get rows() {
       return rows;

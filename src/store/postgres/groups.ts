@@ -64,7 +64,11 @@ const CHILD_KINDS: readonly { kind: string; table: PgTable; column: PgColumn }[]
 
 /** The group row, locked for the rest of `tx` (`share`: against changes; else exclusively). */
 async function lockGroup(tx: Tx, uid: string, mode: "share" | "update"): Promise<GroupRecord | undefined> {
-  const [row] = await tx.select().from(groups).where(eq(groups.uid, uid)).for(mode === "share" ? "share" : "update");
+  const [row] = await tx
+    .select()
+    .from(groups)
+    .where(eq(groups.uid, uid))
+    .for(mode === "share" ? "share" : "update");
   return row;
 }
 
@@ -101,11 +105,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
         if (ownerIdentityUid !== undefined) {
           // Only a user identity (a root) founds an organization; locked so that it cannot be
           // deleted between this check and the owner binding below.
-          const [owner] = await tx
-            .select({ parentUid: identities.parentUid })
-            .from(identities)
-            .where(eq(identities.uid, ownerIdentityUid))
-            .for("share");
+          const [owner] = await tx.select({ parentUid: identities.parentUid }).from(identities).where(eq(identities.uid, ownerIdentityUid)).for("share");
           if (!owner || owner.parentUid !== null) {
             throw permissionDenied("only a registered user identity may create an organization");
           }

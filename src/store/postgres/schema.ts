@@ -62,9 +62,7 @@ export const groups = pgTable(
 export const serverKeys = pgTable("server_keys", {
   name: ctext("name").primaryKey(),
   value: bytea("value").notNull(),
-  createTime: millis("create_time")
-    .notNull()
-    .default(sql`(floor(extract(epoch from clock_timestamp()) * 1000))::bigint`),
+  createTime: millis("create_time").notNull().default(sql`(floor(extract(epoch from clock_timestamp()) * 1000))::bigint`),
 });
 
 /**
@@ -198,10 +196,7 @@ export const accountAssociations = pgTable(
     createTime: millis("create_time").notNull(),
     updateTime: millis("update_time").notNull(),
   },
-  (t) => [
-    index("account_associations_name_uid_idx").on(t.name, t.uid),
-    index("account_associations_create_time_uid_idx").on(t.createTime, t.uid),
-  ],
+  (t) => [index("account_associations_name_uid_idx").on(t.name, t.uid), index("account_associations_create_time_uid_idx").on(t.createTime, t.uid)],
 );
 
 /**
@@ -522,21 +517,21 @@ export const refreshTokens = pgTable(
 export const scimCredentials = pgTable(
   "scim_credentials",
   {
-  identityProviderUid: ctext("identity_provider_uid")
-    .primaryKey()
-    .references(() => identityProviders.uid, { onDelete: "cascade" }),
-  enabled: boolean("enabled").notNull().default(false),
-  tokenHash: ctext("token_hash"),
-  /** Null when the token never expires (or none is issued). */
-  tokenExpireTime: millis("token_expire_time"),
-  previousTokenHash: ctext("previous_token_hash"),
-  previousTokenExpireTime: millis("previous_token_expire_time"),
-  /** Set when the tokens were revoked (token_hash is then null). */
-  revokeTime: millis("revoke_time"),
-  /** True once any token was issued (tells NOT_ISSUED from REVOKED). */
-  issued: boolean("issued").notNull().default(false),
-  etag: ctext("etag").notNull(),
-  updateTime: millis("update_time").notNull(),
+    identityProviderUid: ctext("identity_provider_uid")
+      .primaryKey()
+      .references(() => identityProviders.uid, { onDelete: "cascade" }),
+    enabled: boolean("enabled").notNull().default(false),
+    tokenHash: ctext("token_hash"),
+    /** Null when the token never expires (or none is issued). */
+    tokenExpireTime: millis("token_expire_time"),
+    previousTokenHash: ctext("previous_token_hash"),
+    previousTokenExpireTime: millis("previous_token_expire_time"),
+    /** Set when the tokens were revoked (token_hash is then null). */
+    revokeTime: millis("revoke_time"),
+    /** True once any token was issued (tells NOT_ISSUED from REVOKED). */
+    issued: boolean("issued").notNull().default(false),
+    etag: ctext("etag").notNull(),
+    updateTime: millis("update_time").notNull(),
   },
   (t) => [index("scim_credentials_token_idx").on(t.tokenHash), index("scim_credentials_previous_token_idx").on(t.previousTokenHash)],
 );

@@ -14,7 +14,13 @@ import { requireGroup } from "./references.js";
 import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import type { UidpFilter } from "../lists.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
-import { ACCOUNT_ASSOCIATION_ORDERS, type AccountProviders, type AccountAssociationRecord, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
+import {
+  ACCOUNT_ASSOCIATION_ORDERS,
+  type AccountProviders,
+  type AccountAssociationRecord,
+  type AccountAssociationListFilter,
+  type AccountAssociationsRepository,
+} from "../account-associations.js";
 
 export function createAccountAssociationsRepository(db: Db): AccountAssociationsRepository {
   const getStmt = db
@@ -41,17 +47,9 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
     async create(association, now) {
       return groupCommit(db, (tx) => {
         requireGroup(tx, association.groupUid);
-        const existing = tx
-          .select({ uid: accountAssociations.uid })
-          .from(accountAssociations)
-          .where(eq(accountAssociations.uid, association.groupUid))
-          .get();
+        const existing = tx.select({ uid: accountAssociations.uid }).from(accountAssociations).where(eq(accountAssociations.uid, association.groupUid)).get();
         if (existing) {
-          throw alreadyExists(
-            "account association",
-            association.groupUid,
-            `group ${association.groupUid} already has an account association`,
-          );
+          throw alreadyExists("account association", association.groupUid, `group ${association.groupUid} already has an account association`);
         }
         const row: AccountAssociationRow = {
           uid: association.groupUid,

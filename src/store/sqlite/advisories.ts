@@ -15,7 +15,17 @@ import { requireGroup } from "./references.js";
 import type { UpsertOutcome } from "../repos.js";
 import { type AdvisoryEventRow, type AdvisoryRow, advisories, advisoryAliases, advisoryEvents } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { ADVISORY_ORDERS, REVIEW_STATE_APPROVED, type SeverityRecord, type AdvisoryEventFields, type AdvisoryEventRecord, type AdvisoryFields, type AdvisoryRecord, type AdvisoryListFilter, type AdvisoriesRepository } from "../advisories.js";
+import {
+  ADVISORY_ORDERS,
+  REVIEW_STATE_APPROVED,
+  type SeverityRecord,
+  type AdvisoryEventFields,
+  type AdvisoryEventRecord,
+  type AdvisoryFields,
+  type AdvisoryRecord,
+  type AdvisoryListFilter,
+  type AdvisoriesRepository,
+} from "../advisories.js";
 
 function parseSeverities(text: string): SeverityRecord[] {
   try {
@@ -85,7 +95,16 @@ function latestApprovedType(events: readonly { createTime: number; reviewState: 
 function fingerprint(row: Omit<AdvisoryRow, "uid" | "parentUid" | "updateTime">, events: readonly AdvisoryEventFields[]): string {
   return JSON.stringify([
     Object.entries(row).sort(([a], [b]) => a.localeCompare(b)),
-    events.map((e) => [e.createTime, e.author, e.reviewer, e.reviewState, e.issue, e.eventType, e.body, e.findings ? Buffer.from(e.findings).toString("base64") : null]),
+    events.map((e) => [
+      e.createTime,
+      e.author,
+      e.reviewer,
+      e.reviewState,
+      e.issue,
+      e.eventType,
+      e.body,
+      e.findings ? Buffer.from(e.findings).toString("base64") : null,
+    ]),
   ]);
 }
 
@@ -199,7 +218,12 @@ export function advisoryListWhere(db: Db, f: AdvisoryListFilter, bind: Bind = (v
       ? or(
           sql`instr(lower(${advisories.artifactName}), ${bind(q)}) > 0`,
           sql`instr(lower(${advisories.componentName}), ${bind(q)}) > 0`,
-          uidIn(sql`(${db.select({ u: advisoryAliases.advisoryUid }).from(advisoryAliases).where(sql`instr(lower(${advisoryAliases.alias}), ${bind(q)}) > 0`)})`),
+          uidIn(
+            sql`(${db
+              .select({ u: advisoryAliases.advisoryUid })
+              .from(advisoryAliases)
+              .where(sql`instr(lower(${advisoryAliases.alias}), ${bind(q)}) > 0`)})`,
+          ),
         )
       : undefined,
   ]);

@@ -182,7 +182,10 @@ export function restoreDatabase(options: RestoreOptions): RestoreSummary {
  */
 function moveAside(live: string, now: Date): string {
   checkpointQuietly(live);
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
   let stem = `${live}.before-restore-${stamp}`;
   for (let n = 2; [stem, ...SIDE_FILES.map((s) => stem + s)].some((f) => fs.existsSync(f)); n++) {
     stem = `${live}.before-restore-${stamp}-${n}`;

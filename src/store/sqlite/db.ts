@@ -154,10 +154,7 @@ export function acquireDataDirLock(dataDir: string): () => void {
   } catch (err) {
     holder.close();
     if ((err as { code?: string }).code === "SQLITE_BUSY") {
-      throw new Error(
-        `data directory ${dataDir} is in use by another Trellis server (it holds ${lockFile}); ` +
-          "stop it or choose another --data directory",
-      );
+      throw new Error(`data directory ${dataDir} is in use by another Trellis server (it holds ${lockFile}); stop it or choose another --data directory`);
     }
     throw new Error(`could not lock data directory ${dataDir} (${lockFile}): ${(err as Error).message}`);
   }
@@ -269,9 +266,7 @@ function knownMigrations(): readonly JournalEntry[] {
  * `__drizzle_migrations` records each applied migration's journal timestamp.
  */
 export function refuseNewerMigrations(sqlite: Database.Database, file: string): void {
-  const hasTable = sqlite
-    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
-    .get();
+  const hasTable = sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
   if (!hasTable) return;
   const applied = sqlite.prepare("SELECT count(*) AS n, max(created_at) AS newest FROM __drizzle_migrations").get() as {
     n: number;

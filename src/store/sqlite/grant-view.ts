@@ -64,13 +64,7 @@ export function requireOwnersRemain(tx: Db, removedBindingUids: readonly string[
     const others = tx
       .select({ one: sql`1` })
       .from(roleBindings)
-      .where(
-        and(
-          eq(roleBindings.groupUid, org),
-          eq(roleBindings.roleUid, owner),
-          notInArray(roleBindings.uid, [...removedBindingUids]),
-        ),
-      )
+      .where(and(eq(roleBindings.groupUid, org), eq(roleBindings.roleUid, owner), notInArray(roleBindings.uid, [...removedBindingUids])))
       .limit(1)
       .get();
     if (!others) {

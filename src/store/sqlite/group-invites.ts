@@ -40,7 +40,9 @@ const READ_COLUMNS = {
 
 export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
   const read = (tx: Db) => tx.select(READ_COLUMNS).from(groupInvites).leftJoin(roles, eq(roles.uid, groupInvites.roleUid));
-  const getStmt = read(db).where(eq(groupInvites.uid, sql.placeholder("uid"))).prepare();
+  const getStmt = read(db)
+    .where(eq(groupInvites.uid, sql.placeholder("uid")))
+    .prepare();
 
   const where = (f: GroupInviteListFilter, bind: Bind) =>
     allOf([
@@ -91,7 +93,12 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
 
     async list(filter, page) {
       const col = groupInvites[GROUP_INVITE_ORDERS.fields[page.order]];
-      const rows = lists.joinedPage((bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect);
+      const rows = lists.joinedPage(
+        (bind) => where(filter, bind),
+        col,
+        page,
+        () => read(db) as unknown as JoinedSelect,
+      );
       return (rows as ReturnType<typeof getStmt.all>).map(toRecord);
     },
 
@@ -123,16 +130,13 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
         const existing = tx
           .select({ uid: roleBindings.uid })
           .from(roleBindings)
-          .where(
-            and(
-              eq(roleBindings.groupUid, binding.groupUid),
-              eq(roleBindings.identityUid, identityUid),
-              eq(roleBindings.roleUid, binding.roleUid),
-            ),
-          )
+          .where(and(eq(roleBindings.groupUid, binding.groupUid), eq(roleBindings.identityUid, identityUid), eq(roleBindings.roleUid, binding.roleUid)))
           .get();
         const bindingUid = existing?.uid ?? newUidp(invite.parentUid);
-        if (!existing) tx.insert(roleBindings).values({ uid: bindingUid, ...binding, createTime: now }).run();
+        if (!existing)
+          tx.insert(roleBindings)
+            .values({ uid: bindingUid, ...binding, createTime: now })
+            .run();
         if (invite.singleUse) tx.delete(groupInvites).where(eq(groupInvites.uid, invite.uid)).run();
         return bindingUid;
       });

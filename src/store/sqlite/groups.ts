@@ -40,7 +40,15 @@ function hasChild(db: Db, child: (typeof CHILD_KINDS)[number], uid: string): boo
 
 export function createGroupsRepository(db: Db): GroupsRepository {
   const columns = getTableColumns(groups);
-  const getStmt = preparedSelect<GroupRecord>(db, columns, db.select(columns).from(groups).where(eq(groups.uid, sql.placeholder("uid"))).toSQL());
+  const getStmt = preparedSelect<GroupRecord>(
+    db,
+    columns,
+    db
+      .select(columns)
+      .from(groups)
+      .where(eq(groups.uid, sql.placeholder("uid")))
+      .toSQL(),
+  );
 
   const where = (f: GroupListFilter, bind?: Bind) =>
     allOf([
@@ -57,7 +65,11 @@ export function createGroupsRepository(db: Db): GroupsRepository {
   const kindStmt = preparedSelect<{ kind: number }>(
     db,
     { kind: groups.kind },
-    db.select({ kind: groups.kind }).from(groups).where(eq(groups.uid, sql.placeholder("uid"))).toSQL(),
+    db
+      .select({ kind: groups.kind })
+      .from(groups)
+      .where(eq(groups.uid, sql.placeholder("uid")))
+      .toSQL(),
   );
   const insertStmt = db
     .insert(groups)
@@ -95,11 +107,7 @@ export function createGroupsRepository(db: Db): GroupsRepository {
         if (ownerIdentityUid !== undefined) {
           // Only a user identity (a root: a person) founds an organization; an assumable
           // identity belongs to its own group and may not be bound outside its tree.
-          const owner = tx
-            .select({ parentUid: identities.parentUid })
-            .from(identities)
-            .where(eq(identities.uid, ownerIdentityUid))
-            .get();
+          const owner = tx.select({ parentUid: identities.parentUid }).from(identities).where(eq(identities.uid, ownerIdentityUid)).get();
           if (!owner || owner.parentUid !== null) {
             throw permissionDenied("only a registered user identity may create an organization");
           }

@@ -18,10 +18,25 @@ import { requireGroup } from "./references.js";
 import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { RELATIONSHIP_TYPES, userIdentityUid, IDENTITY_ORDERS, type StringMatch, type ClaimMatchRelationship, type Relationship, type IdentityRecord, type IdentityMetadataFields, type IdentityListFilter, type IdentitiesRepository } from "../identities.js";
+import {
+  RELATIONSHIP_TYPES,
+  userIdentityUid,
+  IDENTITY_ORDERS,
+  type StringMatch,
+  type ClaimMatchRelationship,
+  type Relationship,
+  type IdentityRecord,
+  type IdentityMetadataFields,
+  type IdentityListFilter,
+  type IdentitiesRepository,
+} from "../identities.js";
 
 export function createIdentitiesRepository(db: Db): IdentitiesRepository {
-  const getStmt = db.select().from(identities).where(eq(identities.uid, sql.placeholder("uid"))).prepare();
+  const getStmt = db
+    .select()
+    .from(identities)
+    .where(eq(identities.uid, sql.placeholder("uid")))
+    .prepare();
   const touchStmt = db
     .update(identities)
     .set({ lastSeenTime: sql.placeholder("now") as unknown as number })

@@ -16,7 +16,13 @@ import { grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { IDENTITY_PROVIDER_ORDERS, type OidcInput, type IdentityProviderRecord, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
+import {
+  IDENTITY_PROVIDER_ORDERS,
+  type OidcInput,
+  type IdentityProviderRecord,
+  type IdentityProviderListFilter,
+  type IdentityProvidersRepository,
+} from "../identity-providers.js";
 
 /** The JSON document in the `oidc` column. */
 type StoredOidc = OidcInput;

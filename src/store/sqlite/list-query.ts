@@ -105,7 +105,11 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
     page(where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>): unknown[] {
       if (fresh) {
         const ks = keysetClauses(col, uid, page, col === uid);
-        const q = db.select(columns).from(table).where(allOf([where(inline), ks.where])).orderBy(...ks.orderBy);
+        const q = db
+          .select(columns)
+          .from(table)
+          .where(allOf([where(inline), ks.where]))
+          .orderBy(...ks.orderBy);
         return q.limit(page.limit).offset(page.offset).all();
       }
       const p = placeholders();
@@ -135,7 +139,9 @@ export function preparedLists(db: Db, table: SQLiteTable, uid: SQLiteColumn, nam
     joinedPage(where: (bind: Bind) => SQL | undefined, col: SQLiteColumn, page: KeysetQuery<string>, select: () => JoinedSelect): unknown[] {
       if (fresh) {
         const ks = keysetClauses(col, uid, page, col === uid);
-        const q = select().where(allOf([where(inline), ks.where])).orderBy(...ks.orderBy) as unknown as {
+        const q = select()
+          .where(allOf([where(inline), ks.where]))
+          .orderBy(...ks.orderBy) as unknown as {
           limit(n: number): { offset(n: number): { all(): unknown[] } };
         };
         return q.limit(page.limit).offset(page.offset).all();

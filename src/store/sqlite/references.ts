@@ -35,7 +35,11 @@ function statementsOf(tx: Db): Checks {
 
 function prepareChecks(tx: Db) {
   return {
-    group: tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, sql.placeholder("uid"))).prepare(),
+    group: tx
+      .select({ uid: groups.uid })
+      .from(groups)
+      .where(eq(groups.uid, sql.placeholder("uid")))
+      .prepare(),
     role: tx
       .select({ parentUid: roles.parentUid, builtIn: roles.builtIn })
       .from(roles)

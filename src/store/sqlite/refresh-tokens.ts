@@ -79,12 +79,11 @@ export function createRefreshTokensRepository(db: Db): RefreshTokensRepository {
         // Refused without writing (the row is pruned by the next issue or rotation).
         if (row.expireTime <= now) return { kind: "expired" };
         const previous = toRecord(row);
-        tx.update(refreshTokens)
-          .set({ usedTime: now })
-          .where(eq(refreshTokens.tokenHash, tokenHash))
-          .run();
+        tx.update(refreshTokens).set({ usedTime: now }).where(eq(refreshTokens.tokenHash, tokenHash)).run();
         prune(tx, now);
-        tx.insert(refreshTokens).values(toRow(next(previous))).run();
+        tx.insert(refreshTokens)
+          .values(toRow(next(previous)))
+          .run();
         return { kind: "rotated", previous };
       });
     },

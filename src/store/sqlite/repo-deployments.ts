@@ -29,7 +29,9 @@ export function createRepoDeploymentsRepository(db: Db): RepoDeploymentsReposito
       return groupCommit(db, (tx) => {
         requireRepo(tx, repoUid);
         if (find(tx, repoUid)) throw alreadyExists("deployment", repoUid, "the repo already has a deployment; replace it with UpdateDeployment");
-        tx.insert(repoDeployments).values({ repoUid, charts: JSON.stringify(charts), createTime: now, updateTime: now }).run();
+        tx.insert(repoDeployments)
+          .values({ repoUid, charts: JSON.stringify(charts), createTime: now, updateTime: now })
+          .run();
         return { repoUid, charts };
       });
     },
@@ -38,7 +40,10 @@ export function createRepoDeploymentsRepository(db: Db): RepoDeploymentsReposito
       return groupCommit(db, (tx) => {
         requireRepo(tx, repoUid);
         if (!find(tx, repoUid)) throw notFound("deployment", repoUid);
-        tx.update(repoDeployments).set({ charts: JSON.stringify(charts), updateTime: now }).where(eq(repoDeployments.repoUid, repoUid)).run();
+        tx.update(repoDeployments)
+          .set({ charts: JSON.stringify(charts), updateTime: now })
+          .where(eq(repoDeployments.repoUid, repoUid))
+          .run();
         return { repoUid, charts };
       });
     },

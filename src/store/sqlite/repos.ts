@@ -41,7 +41,11 @@ function nameTaken(name: string): Error {
 
 /** The group's repo of that name, if any. Runs in the caller's transaction. */
 export function findRepoByName(tx: Db, parentUid: string, name: string): RepoRow | undefined {
-  return tx.select().from(repos).where(and(eq(repos.parentUid, parentUid), eq(repos.name, name))).get();
+  return tx
+    .select()
+    .from(repos)
+    .where(and(eq(repos.parentUid, parentUid), eq(repos.name, name)))
+    .get();
 }
 
 /** NOT_FOUND unless the repo exists; returns it. Runs in the caller's transaction. */
@@ -74,7 +78,11 @@ export function upsertRepoInTx(tx: Db, parentUid: string, fields: RepoFields, no
 }
 
 export function createReposRepository(db: Db): ReposRepository {
-  const getStmt = db.select().from(repos).where(eq(repos.uid, sql.placeholder("uid"))).prepare();
+  const getStmt = db
+    .select()
+    .from(repos)
+    .where(eq(repos.uid, sql.placeholder("uid")))
+    .prepare();
   const where = (f: RepoListFilter, bind?: Bind) =>
     allOf([
       ...uidpConditions(repos.uid, repos.parentUid, f.uidp, bind),

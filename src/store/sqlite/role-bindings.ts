@@ -56,7 +56,9 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
       .innerJoin(identities, eq(identities.uid, roleBindings.identityUid))
       .innerJoin(groups, eq(groups.uid, roleBindings.groupUid))
       .innerJoin(roles, eq(roles.uid, roleBindings.roleUid));
-  const getStmt = read(db).where(eq(roleBindings.uid, sql.placeholder("uid"))).prepare();
+  const getStmt = read(db)
+    .where(eq(roleBindings.uid, sql.placeholder("uid")))
+    .prepare();
   const readOne = (tx: Db, uid: string) => read(tx).where(eq(roleBindings.uid, uid)).get() as RoleBindingRecord;
 
   const grantsStmt = db
@@ -118,10 +120,7 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
           requireOwnersRemain(tx, [uid]);
         }
         requireUnbound(tx, existing.groupUid, next, uid);
-        tx.update(roleBindings)
-          .set({ identityUid: next.identityUid, roleUid: next.roleUid })
-          .where(eq(roleBindings.uid, uid))
-          .run();
+        tx.update(roleBindings).set({ identityUid: next.identityUid, roleUid: next.roleUid }).where(eq(roleBindings.uid, uid)).run();
         return readOne(tx, uid);
       });
     },
@@ -138,7 +137,12 @@ export function createRoleBindingsRepository(db: Db): RoleBindingsRepository {
 
     async list(filter, page) {
       const col = roleBindings[ROLE_BINDING_ORDERS.fields[page.order]];
-      return lists.joinedPage((bind) => where(filter, bind), col, page, () => read(db) as unknown as JoinedSelect) as RoleBindingRecord[];
+      return lists.joinedPage(
+        (bind) => where(filter, bind),
+        col,
+        page,
+        () => read(db) as unknown as JoinedSelect,
+      ) as RoleBindingRecord[];
     },
 
     async count(filter) {
@@ -161,11 +165,7 @@ function referenceViolations(tx: Db, groupUid: string, b: NewRoleBinding): Field
       description: `identity ${JSON.stringify(b.identityUid)} does not exist or is not visible from group ${JSON.stringify(groupUid)}: it must be a user identity or an identity of the group or one of its ancestors`,
     });
   }
-  const role = tx
-    .select({ parentUid: roles.parentUid, builtIn: roles.builtIn })
-    .from(roles)
-    .where(eq(roles.uid, b.roleUid))
-    .get();
+  const role = tx.select({ parentUid: roles.parentUid, builtIn: roles.builtIn }).from(roles).where(eq(roles.uid, b.roleUid)).get();
   if (!role || (role.parentUid === null ? !role.builtIn : !isAncestorOrSelf(role.parentUid, groupUid))) {
     out.push({
       field: b.fields.roleUid,
@@ -182,11 +182,7 @@ function requireUnbound(tx: Db, groupUid: string, b: NewRoleBinding, self: strin
     .from(roleBindings)
     .where(
       allOf([
-        and(
-          eq(roleBindings.groupUid, groupUid),
-          eq(roleBindings.identityUid, b.identityUid),
-          eq(roleBindings.roleUid, b.roleUid),
-        ),
+        and(eq(roleBindings.groupUid, groupUid), eq(roleBindings.identityUid, b.identityUid), eq(roleBindings.roleUid, b.roleUid)),
         self === undefined ? undefined : ne(roleBindings.uid, self),
       ]),
     )

@@ -36,7 +36,11 @@ const USES: readonly { table: SQLiteTable; column: SQLiteColumn; description: st
 ];
 
 export function createRolesRepository(db: Db): RolesRepository {
-  const getStmt = db.select().from(roles).where(eq(roles.uid, sql.placeholder("uid"))).prepare();
+  const getStmt = db
+    .select()
+    .from(roles)
+    .where(eq(roles.uid, sql.placeholder("uid")))
+    .prepare();
 
   const where = (f: RoleListFilter, bind: Bind) =>
     allOf([

@@ -42,9 +42,7 @@ export const groups = sqliteTable(
 export const serverKeys = sqliteTable("server_keys", {
   name: text("name").primaryKey(),
   value: blob("value", { mode: "buffer" }).notNull(),
-  createTime: integer("create_time")
-    .notNull()
-    .default(sql`(unixepoch() * 1000)`),
+  createTime: integer("create_time").notNull().default(sql`(unixepoch() * 1000)`),
 });
 
 /**
@@ -178,10 +176,7 @@ export const accountAssociations = sqliteTable(
     createTime: integer("create_time").notNull(),
     updateTime: integer("update_time").notNull(),
   },
-  (t) => [
-    index("account_associations_name_uid_idx").on(t.name, t.uid),
-    index("account_associations_create_time_uid_idx").on(t.createTime, t.uid),
-  ],
+  (t) => [index("account_associations_name_uid_idx").on(t.name, t.uid), index("account_associations_create_time_uid_idx").on(t.createTime, t.uid)],
 );
 
 /**
@@ -502,21 +497,21 @@ export const refreshTokens = sqliteTable(
 export const scimCredentials = sqliteTable(
   "scim_credentials",
   {
-  identityProviderUid: text("identity_provider_uid")
-    .primaryKey()
-    .references(() => identityProviders.uid, { onDelete: "cascade" }),
-  enabled: integer("enabled", { mode: "boolean" }).notNull().default(false),
-  tokenHash: text("token_hash"),
-  /** Null when the token never expires (or none is issued). */
-  tokenExpireTime: integer("token_expire_time"),
-  previousTokenHash: text("previous_token_hash"),
-  previousTokenExpireTime: integer("previous_token_expire_time"),
-  /** Set when the tokens were revoked (token_hash is then null). */
-  revokeTime: integer("revoke_time"),
-  /** True once any token was issued (tells NOT_ISSUED from REVOKED). */
-  issued: integer("issued", { mode: "boolean" }).notNull().default(false),
-  etag: text("etag").notNull(),
-  updateTime: integer("update_time").notNull(),
+    identityProviderUid: text("identity_provider_uid")
+      .primaryKey()
+      .references(() => identityProviders.uid, { onDelete: "cascade" }),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(false),
+    tokenHash: text("token_hash"),
+    /** Null when the token never expires (or none is issued). */
+    tokenExpireTime: integer("token_expire_time"),
+    previousTokenHash: text("previous_token_hash"),
+    previousTokenExpireTime: integer("previous_token_expire_time"),
+    /** Set when the tokens were revoked (token_hash is then null). */
+    revokeTime: integer("revoke_time"),
+    /** True once any token was issued (tells NOT_ISSUED from REVOKED). */
+    issued: integer("issued", { mode: "boolean" }).notNull().default(false),
+    etag: text("etag").notNull(),
+    updateTime: integer("update_time").notNull(),
   },
   (t) => [index("scim_credentials_token_idx").on(t.tokenHash), index("scim_credentials_previous_token_idx").on(t.previousTokenHash)],
 );

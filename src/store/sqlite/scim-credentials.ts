@@ -90,7 +90,11 @@ export function createScimCredentialsRepository(db: Db): ScimCredentialsReposito
     async getMany(uids) {
       const out = new Map<string, ScimState>(uids.map((u) => [u, INITIAL]));
       if (uids.length === 0) return out;
-      for (const row of db.select().from(scimCredentials).where(inArray(scimCredentials.identityProviderUid, [...uids])).all()) {
+      for (const row of db
+        .select()
+        .from(scimCredentials)
+        .where(inArray(scimCredentials.identityProviderUid, [...uids]))
+        .all()) {
         out.set(row.identityProviderUid, toState(row));
       }
       return out;
@@ -110,7 +114,14 @@ export function createScimCredentialsRepository(db: Db): ScimCredentialsReposito
           tx,
           uid,
           row,
-          { tokenHash: token.tokenHash, tokenExpireTime: token.expireTime, previousTokenHash: null, previousTokenExpireTime: null, revokeTime: null, issued: true },
+          {
+            tokenHash: token.tokenHash,
+            tokenExpireTime: token.expireTime,
+            previousTokenHash: null,
+            previousTokenExpireTime: null,
+            revokeTime: null,
+            issued: true,
+          },
           now,
         );
       });

@@ -52,17 +52,16 @@ export function upsertTagInTx(tx: Db, repoUid: string, fields: TagFields, now: n
 
 /** The uid of the repo's tag named `name`, if any. Runs in the caller's transaction. */
 export function findTagUid(tx: Db, repoUid: string, name: string): string | undefined {
-  return tx.select({ uid: tags.uid }).from(tags).where(and(eq(tags.repoUid, repoUid), eq(tags.name, name))).get()?.uid;
+  return tx
+    .select({ uid: tags.uid })
+    .from(tags)
+    .where(and(eq(tags.repoUid, repoUid), eq(tags.name, name)))
+    .get()?.uid;
 }
 
 /** Writes `values` over an existing tag, or nothing when they change nothing. */
 function rewriteTag(tx: Db, existing: TagRow, values: Omit<TagRow, "uid" | "repoUid" | "updateTime">, now: number) {
-  if (
-    existing.name === values.name &&
-    existing.digest === values.digest &&
-    existing.deprecated === values.deprecated &&
-    existing.bundles === values.bundles
-  ) {
+  if (existing.name === values.name && existing.digest === values.digest && existing.deprecated === values.deprecated && existing.bundles === values.bundles) {
     return { row: toTagRecord(existing), outcome: "unchanged" as UpsertOutcome };
   }
   const row: TagRow = { ...existing, ...values, updateTime: now };
@@ -124,7 +123,11 @@ export function tagListWhere(f: TagListFilter, bind: Bind = (v) => v) {
 }
 
 export function createTagsRepository(db: Db): TagsRepository {
-  const getStmt = db.select().from(tags).where(eq(tags.uid, sql.placeholder("uid"))).prepare();
+  const getStmt = db
+    .select()
+    .from(tags)
+    .where(eq(tags.uid, sql.placeholder("uid")))
+    .prepare();
   const lists = preparedLists(db, tags, tags.uid, "tags");
   return {
     async get(uid) {
@@ -192,16 +195,20 @@ export function createTagsRepository(db: Db): TagsRepository {
       const tx = db;
       {
         requireRepo(tx, repoUid);
-        const matching = and(
-          eq(tags.repoUid, repoUid),
-          include.length >= 3 ? undefined : inArray(tags.generated, [GeneratedTag.None, ...include]),
-        );
-        const totals = tx.select({ n: count(), last: max(tags.updateTime) }).from(tags).where(matching).get();
+        const matching = and(eq(tags.repoUid, repoUid), include.length >= 3 ? undefined : inArray(tags.generated, [GeneratedTag.None, ...include]));
+        const totals = tx
+          .select({ n: count(), last: max(tags.updateTime) })
+          .from(tags)
+          .where(matching)
+          .get();
         const n = totals?.n ?? 0;
         if (n === 0) return { tagCount: 0, latestVersion: "" };
         const latest =
-          tx.select().from(tags).where(and(matching, eq(tags.name, "latest"))).get() ??
-          tx.select().from(tags).where(matching).orderBy(desc(tags.updateTime), desc(tags.uid)).limit(1).get();
+          tx
+            .select()
+            .from(tags)
+            .where(and(matching, eq(tags.name, "latest")))
+            .get() ?? tx.select().from(tags).where(matching).orderBy(desc(tags.updateTime), desc(tags.uid)).limit(1).get();
         if (!latest) return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestVersion: "" };
         const version = tx
           .select({ name: tags.name })

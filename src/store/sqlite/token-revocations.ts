@@ -21,7 +21,14 @@ import { groupCommit } from "./group-commit.js";
 import { readServerValue } from "./server-keys.js";
 import { grantView } from "./grant-view.js";
 import { identities, refreshTokens, serverKeys } from "./schema.js";
-import { REVOCATIONS_NAME, MAX_TOKEN_ENTRIES_PER_SUBJECT, parseStored, type Revocation, type TokenRevocationsRepository, type StoredRevocations } from "../token-revocations.js";
+import {
+  REVOCATIONS_NAME,
+  MAX_TOKEN_ENTRIES_PER_SUBJECT,
+  parseStored,
+  type Revocation,
+  type TokenRevocationsRepository,
+  type StoredRevocations,
+} from "../token-revocations.js";
 
 /**
  * Records `revocation` inside the caller's write transaction `tx` (the server's group

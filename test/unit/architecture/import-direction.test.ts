@@ -23,7 +23,7 @@ const SRC = path.join(ROOT, "src");
  * Bottom first. The name is a folder of src/ or a file at its top. Keep in step with
  * docs/architecture.md "Layers".
  */
-export const LAYERS: readonly (readonly string[])[] = [
+const LAYERS: readonly (readonly string[])[] = [
   ["version.ts"], // the build's name and version, from package.json
   ["errors"], // ApiError and its one conversion
   ["fieldmask"], // update masks
@@ -66,9 +66,7 @@ const DYNAMIC = /\bimport\s*\(\s*["']([^"']+)["']\s*\)/g;
 function importsOf(file: string): string[] {
   const text = fs.readFileSync(file, "utf8");
   const specifiers = [...text.matchAll(STATIC), ...text.matchAll(SIDE_EFFECT), ...text.matchAll(DYNAMIC)].map((m) => m[1] as string);
-  return specifiers
-    .filter((s) => s.startsWith("."))
-    .map((s) => path.resolve(path.dirname(file), s.endsWith(".js") ? `${s.slice(0, -3)}.ts` : s));
+  return specifiers.filter((s) => s.startsWith(".")).map((s) => path.resolve(path.dirname(file), s.endsWith(".js") ? `${s.slice(0, -3)}.ts` : s));
 }
 
 interface Edge {

@@ -6,14 +6,7 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { Identity_ClaimMatchSchema } from "../../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
-import {
-  checkClaimMatch,
-  checkIssuerUrl,
-  checkPattern,
-  MAX_PATTERN_LENGTH,
-  matchesClaims,
-  matchesString,
-} from "../../../src/auth/claim-match.js";
+import { checkClaimMatch, checkIssuerUrl, checkPattern, MAX_PATTERN_LENGTH, matchesClaims, matchesString } from "../../../src/auth/claim-match.js";
 import type { ClaimMatchRelationship, Relationship } from "../../../src/store/identities.js";
 
 const ISSUER = "https://token.actions.githubusercontent.com";

@@ -47,10 +47,7 @@ describe("IAM plans from the descriptors", () => {
   it("an unscoped method over a UIDPFilter is planned as a List; one naming no group needs the rights somewhere", () => {
     // v1 GetBuildStatus sums build reports over the filtered tree: it sees what a List would.
     const status = planOf("registry.Registry", "GetBuildStatus");
-    expect(status.kind === "list" && status.namedScopes.map((p) => p.map((f) => f.name).join("."))).toEqual([
-      "uidp.descendants_of",
-      "uidp.children_of",
-    ]);
+    expect(status.kind === "list" && status.namedScopes.map((p) => p.map((f) => f.name).join("."))).toEqual(["uidp.descendants_of", "uidp.children_of"]);
     // v1 GetPackageVersionMetadata is about public packages, not about any group.
     const versions = planOf("registry.Registry", "GetPackageVersionMetadata");
     expect(versions).toEqual({ kind: "anywhere", capabilities: [Capability.CAP_VERSION_LIST] });

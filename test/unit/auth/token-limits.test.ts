@@ -16,10 +16,7 @@ const GROUPS = [ROOT, ...[1, 2, 3].flatMap((i) => [`${ROOT}/${seg(i)}`, ...[1, 2
 const CAPS = [101, 102, 103, 104];
 
 const grant = fc.record({ groupUid: fc.constantFrom(...GROUPS), capabilities: fc.subarray(CAPS, { minLength: 1 }) });
-const limits: fc.Arbitrary<TokenLimits> = fc.record(
-  { capabilities: fc.subarray(CAPS), scopes: fc.subarray(GROUPS) },
-  { requiredKeys: [] },
-);
+const limits: fc.Arbitrary<TokenLimits> = fc.record({ capabilities: fc.subarray(CAPS), scopes: fc.subarray(GROUPS) }, { requiredKeys: [] });
 
 function inside(scopes: readonly string[] | undefined, x: string): boolean {
   return scopes === undefined || scopes.some((s) => isAncestorOrSelf(s, x));

@@ -56,7 +56,12 @@ describe("signing keys", () => {
     const fresh = await issuer.mint({ subject: "operator:b", audience: ISS, ttlSeconds: 3600 });
     expect(JSON.parse(Buffer.from(fresh.split(".")[0] as string, "base64url").toString()).kid).toBe(keys.active.kid);
     expect((await issuer.verify(old)).subject).toBe("operator:a");
-    expect(issuer.jwks().keys.map((k) => k.kid).sort()).toEqual(keys.all.map((k) => k.kid).sort());
+    expect(
+      issuer
+        .jwks()
+        .keys.map((k) => k.kid)
+        .sort(),
+    ).toEqual(keys.all.map((k) => k.kid).sort());
     now += 2 * 3600_000;
     keys = await rotateSigningKey(db, now, 3600_000);
     // The first key retired two hours ago: gone. The second retired just now: kept.
@@ -96,7 +101,10 @@ describe("the maximum token lifetime (24 hours, enforced where every token is si
     const { dir, db } = freshDb();
     await loadOrCreateSigningKeys(db, Date.now());
     await saveIssuerSettings(db, { issuer: ISS, audience: ISS }, Date.now());
-    await expect(mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S + 1 })).rejects.toMatchObject({ code: 3, fieldViolations: [{ field: "ttl" }] });
+    await expect(mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S + 1 })).rejects.toMatchObject({
+      code: 3,
+      fieldViolations: [{ field: "ttl" }],
+    });
     const token = decodeJwt(await mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S }));
     expect((token.exp as number) - (token.iat as number)).toBe(MAX_API_TOKEN_TTL_S);
   });

@@ -82,7 +82,14 @@ describe.skipIf(!hasWrk())("wrk with the generated gRPC-web script", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const spec = (p: string) =>
-      ({ proto: "h1", method: "POST", path: p, headers: { "content-type": "application/grpc-web+proto" }, body: frame(Buffer.alloc(0)), success: "grpc-web" }) as const;
+      ({
+        proto: "h1",
+        method: "POST",
+        path: p,
+        headers: { "content-type": "application/grpc-web+proto" },
+        body: frame(Buffer.alloc(0)),
+        success: "grpc-web",
+      }) as const;
     const options = { seconds: 1, connections: 2, streams: 1, runId: "t1", workDir: work };
     const bad = await wrk.run(url, spec("/bad"), options);
     expect(bad.requests).toBeGreaterThan(0);

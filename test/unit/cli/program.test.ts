@@ -109,7 +109,9 @@ describe("trellis program", () => {
         { encoding: "utf8" },
       ).trim();
     try {
-      expect(complete(["trellis", ""])).toBe("serve auth iam registry advisories import backup restore db keys tokens completion version --api --token --protocol --output --ca-cert --version --help");
+      expect(complete(["trellis", ""])).toBe(
+        "serve auth iam registry advisories import backup restore db keys tokens completion version --api --token --protocol --output --ca-cert --version --help",
+      );
       expect(complete(["trellis", "iam", "ro"])).toBe("roles role-bindings");
       expect(complete(["trellis", "-o", "json", "iam", "groups", "list", "--p"])).toBe("--protocol --parent");
       expect(complete(["trellis", "auth", "login", "--id"])).toBe("--identity --identity-token");

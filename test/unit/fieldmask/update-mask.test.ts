@@ -7,10 +7,7 @@ import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { AccountAssociationSchema } from "../../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
 import { GroupSchema } from "../../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
-import {
-  IdentityProvider_OIDC_CorrelationRule,
-  IdentityProviderSchema,
-} from "../../../gen/chainguard/platform/iam/v2beta1/identity_providers_pb.js";
+import { IdentityProvider_OIDC_CorrelationRule, IdentityProviderSchema } from "../../../gen/chainguard/platform/iam/v2beta1/identity_providers_pb.js";
 import { ApiError } from "../../../src/errors/api-error.js";
 import { resolveNestedUpdatePaths, resolveUpdatePaths } from "../../../src/fieldmask/update-mask.js";
 
@@ -79,23 +76,14 @@ describe("resolveNestedUpdatePaths", () => {
   });
 
   it("without a mask descends into nested fields and lists their set sub-fields", () => {
-    expect(resolveNestedUpdatePaths(IdentityProviderSchema, idp, undefined, IDP_RULES)).toEqual([
-      "description",
-      "oidc.issuer",
-      "oidc.pkce_enabled",
-    ]);
+    expect(resolveNestedUpdatePaths(IdentityProviderSchema, idp, undefined, IDP_RULES)).toEqual(["description", "oidc.issuer", "oidc.pkce_enabled"]);
     const bare = create(IdentityProviderSchema, { uid: "x" });
     expect(resolveNestedUpdatePaths(IdentityProviderSchema, bare, undefined, IDP_RULES)).toEqual([]);
   });
 
   it("accepts top-level and nested paths in either spelling, canonical and ordered", () => {
     expect(
-      resolveNestedUpdatePaths(
-        IdentityProviderSchema,
-        idp,
-        mask("oidc.clientSecret", "name", "oidc.issuer", "defaultRole", " oidc.client_secret "),
-        IDP_RULES,
-      ),
+      resolveNestedUpdatePaths(IdentityProviderSchema, idp, mask("oidc.clientSecret", "name", "oidc.issuer", "defaultRole", " oidc.client_secret "), IDP_RULES),
     ).toEqual(["name", "default_role", "oidc.issuer", "oidc.client_secret"]);
   });
 
@@ -106,12 +94,8 @@ describe("resolveNestedUpdatePaths", () => {
 
   it("treats a message field without nested rules as a whole", () => {
     const aa = create(AccountAssociationSchema, { uid: "x", amazon: { account: "1" } });
-    expect(resolveNestedUpdatePaths(AccountAssociationSchema, aa, undefined, { mutable: ["amazon"], nested: {} })).toEqual([
-      "amazon",
-    ]);
-    const err = rejection(() =>
-      resolveNestedUpdatePaths(AccountAssociationSchema, aa, mask("amazon.account"), { mutable: ["amazon"], nested: {} }),
-    );
+    expect(resolveNestedUpdatePaths(AccountAssociationSchema, aa, undefined, { mutable: ["amazon"], nested: {} })).toEqual(["amazon"]);
+    const err = rejection(() => resolveNestedUpdatePaths(AccountAssociationSchema, aa, mask("amazon.account"), { mutable: ["amazon"], nested: {} }));
     expect(err.fieldViolations[0]?.description).toContain("cannot be updated");
   });
 

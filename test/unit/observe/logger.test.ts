@@ -18,9 +18,18 @@ describe("createLogger redaction", () => {
 
   it("censors credentials carried by a logged error", () => {
     const { log, lines } = capture();
-    const err = Object.assign(new Error("upstream refused"), { token: "secret-d", authorization: "Bearer secret-e", headers: { authorization: "Bearer secret-f" } });
+    const err = Object.assign(new Error("upstream refused"), {
+      token: "secret-d",
+      authorization: "Bearer secret-e",
+      headers: { authorization: "Bearer secret-f" },
+    });
     log.error({ err, method: "m" }, "unexpected error");
-    expect(lines[0]?.err).toMatchObject({ message: "upstream refused", token: "[redacted]", authorization: "[redacted]", headers: { authorization: "[redacted]" } });
+    expect(lines[0]?.err).toMatchObject({
+      message: "upstream refused",
+      token: "[redacted]",
+      authorization: "[redacted]",
+      headers: { authorization: "[redacted]" },
+    });
     expect(JSON.stringify(lines)).not.toMatch(/secret/);
   });
 

@@ -92,7 +92,8 @@ describe("call metrics exposition", () => {
         }
         const ours = (await metrics.scrape()).body;
         const theirs = await reference.metrics();
-        for (const name of ["trellis_calls_total", "trellis_call_duration_seconds", "trellis_token_verifications_total"]) expect(family(ours, name)).toBe(family(theirs, name));
+        for (const name of ["trellis_calls_total", "trellis_call_duration_seconds", "trellis_token_verifications_total"])
+          expect(family(ours, name)).toBe(family(theirs, name));
       }),
       { seed: 22, numRuns: 60 },
     );

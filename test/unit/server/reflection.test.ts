@@ -59,7 +59,7 @@ const versions = [
 
 /** Sends all requests on ONE reflection stream and returns the responses in order. */
 async function reflect(version: (typeof versions)[number], requests: Request[]): Promise<Response[]> {
-  const transport = createGrpcTransport({ baseUrl }) // always HTTP/2 (h2c here); connect-node 2 has no httpVersion option for gRPC;
+  const transport = createGrpcTransport({ baseUrl }); // always HTTP/2 (h2c here); connect-node 2 has no httpVersion option for gRPC;
   async function* input() {
     for (const messageRequest of requests) yield { host: "localhost", messageRequest };
   }
@@ -104,15 +104,17 @@ describe.each(versions)("reflection $name via the connect-node gRPC client", (ve
     ]);
     const names = fileNames(first!);
     expect(names[0]).toBe(GROUPS_FILE);
-    expect(names).toEqual(expect.arrayContaining([
-      "google/api/annotations.proto",
-      "google/api/http.proto", // transitive, via annotations.proto
-      "google/protobuf/descriptor.proto", // transitive WKT
-      "google/protobuf/empty.proto",
-      "google/protobuf/field_mask.proto",
-      "google/protobuf/timestamp.proto",
-      "chainguard/platform/common/uidp.proto",
-    ]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "google/api/annotations.proto",
+        "google/api/http.proto", // transitive, via annotations.proto
+        "google/protobuf/descriptor.proto", // transitive WKT
+        "google/protobuf/empty.proto",
+        "google/protobuf/field_mask.proto",
+        "google/protobuf/timestamp.proto",
+        "chainguard/platform/common/uidp.proto",
+      ]),
+    );
     expect(new Set(names).size).toBe(names.length);
     // The descriptor really is groups.proto, with the service in it.
     const groups = fromBinary(FileDescriptorProtoSchema, (first!.value as { fileDescriptorProto: Uint8Array[] }).fileDescriptorProto[0]!);
@@ -150,11 +152,17 @@ describe.each(versions)("reflection $name via the connect-node gRPC client", (ve
   it("answers extension queries from the indexed files", async () => {
     const [byExt, numbers, none, unknownType, unknownExt] = await reflect(version, [
       // google.api.http is extension 72295728 of MethodOptions (google/api/annotations.proto)
-      { case: "fileContainingExtension", value: { $typeName: "grpc.reflection.v1.ExtensionRequest", containingType: ".google.protobuf.MethodOptions", extensionNumber: 72295728 } },
+      {
+        case: "fileContainingExtension",
+        value: { $typeName: "grpc.reflection.v1.ExtensionRequest", containingType: ".google.protobuf.MethodOptions", extensionNumber: 72295728 },
+      },
       { case: "allExtensionNumbersOfType", value: "google.protobuf.FieldOptions" },
       { case: "allExtensionNumbersOfType", value: "google.protobuf.Empty" },
       { case: "allExtensionNumbersOfType", value: "no.such.Message" },
-      { case: "fileContainingExtension", value: { $typeName: "grpc.reflection.v1.ExtensionRequest", containingType: "google.protobuf.MethodOptions", extensionNumber: 1 } },
+      {
+        case: "fileContainingExtension",
+        value: { $typeName: "grpc.reflection.v1.ExtensionRequest", containingType: "google.protobuf.MethodOptions", extensionNumber: 1 },
+      },
     ]);
     expect(fileNames(byExt!)[0]).toBe("google/api/annotations.proto");
     expect(numbers!.case).toBe("allExtensionNumbersResponse");
@@ -206,19 +214,13 @@ describe("reflection via buf curl", () => {
   });
 
   it("calls Health/Check with a schema from reflection", async () => {
-    const r = await bufCurl([
-      "--http2-prior-knowledge", "--protocol", "grpc", "--reflect",
-      "-d", '{"service":""}', `${baseUrl}/grpc.health.v1.Health/Check`,
-    ]);
+    const r = await bufCurl(["--http2-prior-knowledge", "--protocol", "grpc", "--reflect", "-d", '{"service":""}', `${baseUrl}/grpc.health.v1.Health/Check`]);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ status: "SERVING" });
   });
 
   it("encodes a GroupsService request from the reflected schema (the empty impl answers unimplemented)", async () => {
-    const r = await bufCurl([
-      "--http2-prior-knowledge", "--protocol", "grpc", "--reflect",
-      "-d", '{"uid":"abc"}', `${baseUrl}/${GROUPS}/GetGroup`,
-    ]);
+    const r = await bufCurl(["--http2-prior-knowledge", "--protocol", "grpc", "--reflect", "-d", '{"uid":"abc"}', `${baseUrl}/${GROUPS}/GetGroup`]);
     expect(r.code).toBe(12 * 8); // buf curl exits with gRPC code × 8
     expect(r.stderr).toContain("unimplemented");
   });

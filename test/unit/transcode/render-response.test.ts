@@ -19,8 +19,7 @@ import { syntheticService } from "./synthetic-service.js";
 
 const table = createRouteTable([ItemService]);
 const route = (name: string): Route => table.routes.find((r) => r.method.name === name) as Route;
-const ts = (iso: string, nanos: number): Timestamp =>
-  create(TimestampSchema, { seconds: BigInt(Date.parse(iso) / 1000), nanos });
+const ts = (iso: string, nanos: number): Timestamp => create(TimestampSchema, { seconds: BigInt(Date.parse(iso) / 1000), nanos });
 const render = (name: string, message: Message) => JSON.parse(renderResponse(route(name), message));
 
 describe("renderResponse", () => {

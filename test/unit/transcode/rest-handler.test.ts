@@ -156,8 +156,22 @@ const cases: Case[] = [
   { name: "verb after ** with response_body", method: "GET", path: "/v1/items/a1:labels", rpc: "GetLabels", request: { uid: "a1" }, response: ["x", "y"] },
   { name: "unregistered colon stays in the id", method: "GET", path: "/v1/items/user:123", rpc: "GetItem", request: { uid: "user:123" } },
   { name: "additional binding", method: "GET", path: "/v1/owners/o1/items/i1", rpc: "GetItem", request: { uid: "i1", owner: "o1" } },
-  { name: "literal suffix after **", method: "GET", path: "/v1/items/a/b/readme", rpc: "GetItemReadme", request: { uid: "a/b" }, response: { uid: "a/b", content: "" } },
-  { name: "patterned variable and verb, body *", method: "POST", path: "/v1/items/i9:archive", body: '{"reason":"old"}', rpc: "ArchiveItem", request: { name: "items/i9", reason: "old" } },
+  {
+    name: "literal suffix after **",
+    method: "GET",
+    path: "/v1/items/a/b/readme",
+    rpc: "GetItemReadme",
+    request: { uid: "a/b" },
+    response: { uid: "a/b", content: "" },
+  },
+  {
+    name: "patterned variable and verb, body *",
+    method: "POST",
+    path: "/v1/items/i9:archive",
+    body: '{"reason":"old"}',
+    rpc: "ArchiveItem",
+    request: { name: "items/i9", reason: "old" },
+  },
   { name: "custom HTTP method", method: "SEARCH", path: "/v1/items:search", body: '{"query":"q"}', rpc: "SearchItems", request: { query: "q" } },
   { name: "wrong method", method: "PUT", path: `/v1/items/${U}`, body: "{}", status: 405, code: 12 },
   { name: "no implicit HEAD", method: "HEAD", path: "/v1/owners/o/items/i", status: 405 },
@@ -190,13 +204,54 @@ const cases: Case[] = [
   { name: "unknown JSON field", method: "POST", path: "/v1/items/p", body: '{"name":"x","nmae":"y"}', status: 400, code: 3, field: "nmae" },
   { name: "truncated JSON", method: "POST", path: "/v1/items/p", body: '{"name":', status: 400, code: 3, field: "body" },
   { name: "empty body", method: "POST", path: "/v1/items/p", rpc: "CreateItem", request: { parent: "p", item: {} } },
-  { name: "JSON body on a body-less GET", method: "GET", path: "/v1/items", body: "{}", raw: true, headers: { "content-type": "application/json", "content-length": "2" }, status: 400, code: 3, field: "body" },
+  {
+    name: "JSON body on a body-less GET",
+    method: "GET",
+    path: "/v1/items",
+    body: "{}",
+    raw: true,
+    headers: { "content-type": "application/json", "content-length": "2" },
+    status: 400,
+    code: 3,
+    field: "body",
+  },
   { name: "text/plain", method: "POST", path: "/v1/items/p", body: "{}", headers: { "content-type": "text/plain" }, status: 415, code: 3, field: "body" },
-  { name: "PATCH with an explicit mask", method: "PATCH", path: `/v1/items/${U}?updateMask=name`, body: '{"name":"y","description":"d"}', rpc: "UpdateItem", request: { item: { uid: U, name: "y", description: "d" }, update_mask: "name" } },
-  { name: "PATCH without a mask", method: "PATCH", path: `/v1/items/${U}`, body: '{"name":"y","description":""}', rpc: "UpdateItem", request: { item: { uid: U, name: "y" }, update_mask: "description,name" } },
+  {
+    name: "PATCH with an explicit mask",
+    method: "PATCH",
+    path: `/v1/items/${U}?updateMask=name`,
+    body: '{"name":"y","description":"d"}',
+    rpc: "UpdateItem",
+    request: { item: { uid: U, name: "y", description: "d" }, update_mask: "name" },
+  },
+  {
+    name: "PATCH without a mask",
+    method: "PATCH",
+    path: `/v1/items/${U}`,
+    body: '{"name":"y","description":""}',
+    rpc: "UpdateItem",
+    request: { item: { uid: U, name: "y" }, update_mask: "description,name" },
+  },
   { name: "PATCH uid contradicts the path", method: "PATCH", path: `/v1/items/${U}`, body: '{"uid":"b2"}', status: 400, code: 3, field: "item.uid" },
-  { name: "form POST on a body-less rule", method: "POST", path: "/v1/exchange", body: "aud=a&aud=b&identity=x", headers: FORM, rpc: "Exchange", request: { aud: ["a", "b"], identity: "x" } },
-  { name: "form fields are checked like query parameters", method: "POST", path: "/v1/exchange", body: "aud=a&nope=1", headers: FORM, status: 400, code: 3, field: "nope" },
+  {
+    name: "form POST on a body-less rule",
+    method: "POST",
+    path: "/v1/exchange",
+    body: "aud=a&aud=b&identity=x",
+    headers: FORM,
+    rpc: "Exchange",
+    request: { aud: ["a", "b"], identity: "x" },
+  },
+  {
+    name: "form fields are checked like query parameters",
+    method: "POST",
+    path: "/v1/exchange",
+    body: "aud=a&nope=1",
+    headers: FORM,
+    status: 400,
+    code: 3,
+    field: "nope",
+  },
   { name: "body over the cap", method: "POST", path: "/v1/items/p", body: JSON.stringify({ name: "x".repeat(5000) }), status: 413, code: 8 },
 ];
 
@@ -259,7 +314,24 @@ describe("createRestHandler, end to end", () => {
   });
 
   it("maps every handler error code to its HTTP status, in the Status form", async () => {
-    const want: Record<number, number> = { 1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 10: 409, 11: 400, 12: 501, 13: 500, 14: 503, 15: 500, 16: 401 };
+    const want: Record<number, number> = {
+      1: 499,
+      2: 500,
+      3: 400,
+      4: 504,
+      5: 404,
+      6: 409,
+      7: 403,
+      8: 429,
+      9: 400,
+      10: 409,
+      11: 400,
+      12: 501,
+      13: 500,
+      14: 503,
+      15: 500,
+      16: 401,
+    };
     for (const [code, status] of Object.entries(want)) {
       const res = await send("GET", "/v1/items", undefined, { "x-fail-code": code });
       expect({ code, status: res.status }).toEqual({ code, status });
@@ -324,7 +396,10 @@ describe("createRestHandler, end to end", () => {
     expect(declared.status).toBe(413);
     expect(declared.headers.get("connection")).toBe("close");
     expect(JSON.parse(declared.text)).toMatchObject({ code: 8, details: [{ metadata: { limit_bytes: "4096" } }] });
-    const chunked = await sendRaw("POST", "/v1/items/p", `{"name":"${"x".repeat(5000)}"}`, { "content-type": "application/json", "transfer-encoding": "chunked" });
+    const chunked = await sendRaw("POST", "/v1/items/p", `{"name":"${"x".repeat(5000)}"}`, {
+      "content-type": "application/json",
+      "transfer-encoding": "chunked",
+    });
     expect(chunked.status).toBe(413);
     expect(lastSeen()).toBeUndefined();
   });
@@ -344,7 +419,10 @@ describe("createRestHandler options", () => {
   });
 
   it("leaves CORS to the server: a preflight is an ordinary OPTIONS (405 with Allow)", async () => {
-    const res = await fetch(`${main.base}/v1/items/a1`, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "GET" } });
+    const res = await fetch(`${main.base}/v1/items/a1`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "GET" },
+    });
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("DELETE, GET, PATCH, POST");
     expect(res.headers.get("access-control-allow-origin")).toBeNull();

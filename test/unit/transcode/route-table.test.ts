@@ -12,11 +12,7 @@ import { syntheticService } from "./synthetic-service.js";
 
 const table = createRouteTable([ItemService]);
 
-type Want =
-  | { rpc: string; vars?: Record<string, string> }
-  | { status: 404 }
-  | { status: 405; allow: string[] }
-  | { status: 400; field: string };
+type Want = { rpc: string; vars?: Record<string, string> } | { status: 404 } | { status: 405; allow: string[] } | { status: 400; field: string };
 
 function outcome(httpMethod: string, path: string): Want {
   try {
@@ -171,7 +167,11 @@ describe("RouteTable.handles", () => {
   }
 
   it("sees a verb on the first segment", () => {
-    const t = createRouteTable([syntheticService([{ name: "Count", input: "CountItemsRequest", output: "CountItemsResponse", rule: { pattern: { case: "get", value: "/things:count" } } }])]);
+    const t = createRouteTable([
+      syntheticService([
+        { name: "Count", input: "CountItemsRequest", output: "CountItemsResponse", rule: { pattern: { case: "get", value: "/things:count" } } },
+      ]),
+    ]);
     expect(t.handles("/things:count")).toBe(true);
     expect(t.handles("/things")).toBe(true);
     expect(t.handles("/other:count")).toBe(false);
@@ -213,7 +213,11 @@ describe("createRouteTable refuses to start", () => {
   const get = (path: string) => ({ pattern: { case: "get" as const, value: path } });
   const cases: [string, Parameters<typeof syntheticService>[0], RegExp][] = [
     ["a rule without a pattern", [{ name: "A", rule: { body: "*" } }], /Synthetic\.A: a google\.api\.http rule has no pattern/],
-    ["custom kind '*'", [{ name: "A", rule: { pattern: { case: "custom", value: { kind: "*", path: "/v1/a" } } } }], /custom HTTP method "\*" is not supported/],
+    [
+      "custom kind '*'",
+      [{ name: "A", rule: { pattern: { case: "custom", value: { kind: "*", path: "/v1/a" } } } }],
+      /custom HTTP method "\*" is not supported/,
+    ],
     [
       "nested additional bindings",
       [{ name: "A", rule: { ...get("/v1/a/{uid}"), additionalBindings: [{ ...get("/v1/b/{uid}"), additionalBindings: [get("/v1/c/{uid}")] }] } }],
@@ -223,9 +227,17 @@ describe("createRouteTable refuses to start", () => {
     ["a template starting with a variable", [{ name: "A", rule: get("/{uid=**}") }], /must start with a literal segment/],
     ["an unknown variable field", [{ name: "A", rule: get("/v1/{nope}") }], /variable nope: trellis\.testing\.v1\.GetItemRequest has no field "nope"/],
     ["a message leaf", [{ name: "A", input: "UpdateItemRequest", rule: get("/v1/{item}") }], /variable item must name a singular scalar or enum field/],
-    ["a repeated leaf", [{ name: "A", input: "UpdateItemRequest", rule: get("/v1/{item.labels}") }], /variable item\.labels must name a singular scalar or enum field/],
+    [
+      "a repeated leaf",
+      [{ name: "A", input: "UpdateItemRequest", rule: get("/v1/{item.labels}") }],
+      /variable item\.labels must name a singular scalar or enum field/,
+    ],
     ["a map leaf", [{ name: "A", input: "UpdateItemRequest", rule: get("/v1/{item.annotations}") }], /variable item\.annotations must name a singular scalar/],
-    ["a path through a repeated message", [{ name: "A", input: "UpdateItemRequest", rule: get("/v1/{item.parts.id}") }], /variable item\.parts\.id: parts is not a singular message field/],
+    [
+      "a path through a repeated message",
+      [{ name: "A", input: "UpdateItemRequest", rule: get("/v1/{item.parts.id}") }],
+      /variable item\.parts\.id: parts is not a singular message field/,
+    ],
     ["a path through a scalar", [{ name: "A", rule: get("/v1/{uid.x}") }], /variable uid\.x: uid is not a singular message field/],
     ["an unknown body field", [{ name: "A", rule: { ...get("/v1/a"), body: "nope" } }], /body names unknown field "nope"/],
     ["a scalar body field", [{ name: "A", rule: { ...get("/v1/a"), body: "owner" } }], /body field owner must be a singular message field/],

@@ -46,9 +46,7 @@ export function syntheticService(methods: readonly SyntheticMethod[]): DescServi
       },
     ],
   });
-  const registry = createFileRegistry(file, (name) =>
-    [file_trellis_testing_v1_items, file_google_api_annotations].find((f) => f.proto.name === name),
-  );
+  const registry = createFileRegistry(file, (name) => [file_trellis_testing_v1_items, file_google_api_annotations].find((f) => f.proto.name === name));
   const service = registry.getService(`${pkg}.Synthetic`);
   if (!service) throw new Error("synthetic service not built");
   return service;
