@@ -1,6 +1,7 @@
 /**
- * Remembers the result of a List's `count(*)` until the database changes (for speed, docs/performance.md: a first
- * page of 100 000 children spent 74 % of its 4 ms in the count, on every call).
+ * Remembers the result of a List's `count(*)` until the database changes (for speed,
+ * docs/performance.md: on a large parent the count was most of a first page's time, on every
+ * call).
  *
  * The cache is exact for this process's own writes and follows other processes' commits
  * within one turn of the event loop, not time-based: an entry is valid only while the

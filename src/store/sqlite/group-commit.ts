@@ -3,9 +3,8 @@
  * `BEGIN IMMEDIATE … COMMIT`, so one fsync makes N requests durable instead of one.
  *
  * Why: with `synchronous=FULL` every COMMIT waits for an fsync of the WAL, and the event loop
- * waits with it (better-sqlite3 is synchronous). CreateGroup managed 339–1 021 writes/s on
- * the bench's shared disk, idle 75 % of the time (docs/performance.md), where the goal was
- * 2 500/s. While one commit blocks the loop, the next requests pile up in the sockets; they
+ * waits with it (better-sqlite3 is synchronous), so one fsync per write left CreateGroup far
+ * below its goal and the server mostly idle (docs/performance.md). While one commit blocks the loop, the next requests pile up in the sockets; they
  * are all parsed and authorized in the following turn of the loop and now commit together.
  *
  * What stays exactly as before, for each request:

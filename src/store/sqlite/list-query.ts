@@ -69,7 +69,7 @@ export function sqlShape(node: unknown): string {
 
 /**
  * Prepared statements by query shape (a key that fixes the SQL text, values apart). Drizzle
- * builds and SQLite prepares a query on every call otherwise, which was ~25 % of a REST List
+ * builds and SQLite prepares a query on every call otherwise, a large share of a REST List
  * page (docs/performance.md). Bounded: shapes vary with list lengths (ids, scopes), so the
  * cache is dropped whole when it reaches `max` entries.
  */

@@ -41,11 +41,10 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
  * cache). Two sources of change:
  * - this connection's own writes: `total_changes()` moves with every row it inserts, updates
  *   or deletes (a rolled-back write moves it too, which only costs a re-read). It is asked on
- *   every check, since it is cheap (~0.05 µs: a SELECT without a table takes no lock) and
- *   exact, also for writes outside the group-commit writer;
+ *   every check, since it is cheap (a SELECT without a table takes no lock) and exact, also for writes outside the group-commit writer;
  * - every other connection's commits (`trellis keys rotate`, `tokens revoke --local`, a
- *   second server on the same file): `PRAGMA data_version`. That one is the cost (~1.5 µs
- *   idle, more under load: it opens a read transaction, taking the WAL read lock), so it is
+ *   second server on the same file): `PRAGMA data_version`. That one is the cost (it opens
+ *   a read transaction, taking the WAL read lock; docs/performance.md), so it is
  *   asked at most once per turn of the event loop and remembered until the turn's check
  *   phase (a setImmediate).
  * What that means for "the next call": a change another process commits is seen by every
@@ -55,8 +54,8 @@ function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
  * only stale for it if another callback read it earlier in that same turn and before the
  * commit (a timer, or the check phase of the turn before: then it is kept one more turn).
  * The window is one turn of the loop (microseconds idle, a few milliseconds when saturated),
- * where asking on every call cost ~1.5-3.6 µs on every call; under load the requests of one
- * poll batch share one read (50 connections: up to 50 calls).
+ * where asking on every call was a measurable share of every call; under load the requests
+ * of one poll batch share one read.
  */
 export type ChangeCheck = () => number;
 
