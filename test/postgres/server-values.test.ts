@@ -142,10 +142,32 @@ describePostgres("server values on PostgreSQL", () => {
     }
   });
 
+  it("reads again until it succeeds when the read a notification asked for fails (a full pool)", async () => {
+    const small = await openPostgres({ url, poolSize: 1, acquireTimeoutMs: 200 });
+    const failures: Error[] = [];
+    const values = createPostgresServerValues(small.db, { url, onListenError: (err) => failures.push(err) });
+    try {
+      await values.start();
+      const watched = values.watch(["pool-full"], ([v]) => v?.toString());
+      const held = await small.pool.connect();
+      try {
+        await a.update(["pool-full"], NOW, () => [b("later")]);
+        await vi.waitFor(() => expect(failures.length).toBeGreaterThan(0), { timeout: 5000, interval: 10 });
+        expect(watched()).toBeUndefined();
+      } finally {
+        held.release();
+      }
+      await vi.waitFor(() => expect(watched()).toBe("later"), { timeout: 5000, interval: 20 });
+    } finally {
+      await values.close();
+      await small.close();
+    }
+  });
+
   it("listens again after its connection is dropped and catches up on what it missed", async () => {
     const watched = bValues.watch(["after-drop"], ([v]) => v?.toString());
     const { rows } = await replicaA.pool.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1", [`LISTEN ${SERVER_VALUES_CHANNEL}`]);
-    expect(rows.length).toBe(2); // one listening connection per replica
+    expect(rows.length).toBe(2); // one listening connection per replica (the test above closed its own)
     await replicaA.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = $1", [`LISTEN ${SERVER_VALUES_CHANNEL}`]);
     // Written while nobody listens: only the catch-up read on reconnect can bring it.
     await a.update(["after-drop"], NOW, () => [b("missed")]);

@@ -20,7 +20,7 @@
  *   (PostgreSQL delivers it at commit, never for a rolled-back change), with the changed names;
  * - each replica LISTENs on a connection of its own and re-reads the named rows when told.
  *   That connection is re-opened when it drops, and everything is re-read then (notifications
- *   sent while it was down are lost).
+ *   sent while it was down are lost); a re-read that fails is tried again until it succeeds.
  * So another replica's change is seen once its notification has arrived (the time of a round
  * trip after the commit), not strictly by the next call. A caller that needs "by the next call"
  * awaits `refresh()` (one query) before the call reads its watchers; the engine does not do it
@@ -117,7 +117,25 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
 
   let listener: pg.Client | undefined;
   let relistenTimer: NodeJS.Timeout | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
   let closed = false;
+
+  /**
+   * A refresh that a notification asked for must not be lost when its read fails (a full pool,
+   * a restarting server): the notification will not come again, so everything is read again a
+   * second later, until a read succeeds.
+   */
+  const refreshUntilDone = (names: readonly string[] | "all") => {
+    requestRefresh(names).catch((err: Error) => {
+      options.onListenError?.(err);
+      if (closed || retryTimer) return;
+      retryTimer = setTimeout(() => {
+        retryTimer = undefined;
+        refreshUntilDone("all");
+      }, RELISTEN_DELAY_MS);
+      retryTimer.unref();
+    });
+  };
 
   const listen = async (): Promise<void> => {
     const client = new pg.Client({ connectionString: options.url });
@@ -131,7 +149,7 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
         relistenTimer = undefined;
         // Notifications sent while no connection listened are lost: read everything again.
         listen()
-          .then(() => requestRefresh("all"))
+          .then(() => refreshUntilDone("all"))
           .catch((e: Error) => dropped(e));
       }, RELISTEN_DELAY_MS);
       relistenTimer.unref();
@@ -147,7 +165,7 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
         names = undefined;
       }
       const valid = Array.isArray(names) && names.every((n) => typeof n === "string");
-      requestRefresh(valid ? (names as string[]) : "all").catch((err: Error) => options.onListenError?.(err));
+      refreshUntilDone(valid ? (names as string[]) : "all");
     });
     listener = client;
     try {
@@ -173,6 +191,7 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
     async close() {
       closed = true;
       if (relistenTimer) clearTimeout(relistenTimer);
+      if (retryTimer) clearTimeout(retryTimer);
       const client = listener;
       listener = undefined;
       await client?.end().catch(() => {});
