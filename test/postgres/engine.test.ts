@@ -32,7 +32,9 @@ describePostgres("the PostgreSQL engine", () => {
   it("names itself without the password", () => {
     expect(engine.kind).toBe("postgres");
     expect(engine.location).toBe(redactedUrl(url));
-    expect(redactedUrl("postgres://trellis:s3cret@db.example:5432/trellis?sslmode=require")).toBe("postgres://trellis:***@db.example:5432/trellis?sslmode=require");
+    expect(redactedUrl("postgres://trellis:s3cret@db.example:5432/trellis?sslmode=require")).toBe(
+      "postgres://trellis:***@db.example:5432/trellis?sslmode=require",
+    );
     expect(redactedUrl("not a url s3cret")).not.toContain("s3cret");
   });
 
@@ -57,10 +59,12 @@ describePostgres("the PostgreSQL engine", () => {
       expect((err as ApiError).code).toBe(GrpcCode.Unimplemented);
       expect((err as ApiError).message).toContain(`${name}.list on PostgreSQL`);
     }
-    const importErr = await engine.importer.transaction(async () => 1).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const importErr = await engine.importer
+      .transaction(async () => 1)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect((importErr as ApiError).code).toBe(GrpcCode.Unimplemented);
   });
 
@@ -85,13 +89,12 @@ describePostgres("the PostgreSQL engine", () => {
   });
 
   it("keeps the API's own errors as they are", async () => {
-    const err = await engine.repositories.identities.create(
-      { parentUid: "c".repeat(40), name: "x", description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 } },
-      NOW,
-    ).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await engine.repositories.identities
+      .create({ parentUid: "c".repeat(40), name: "x", description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 } }, NOW)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).code).toBe(GrpcCode.NotFound);
   });

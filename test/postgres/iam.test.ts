@@ -110,7 +110,11 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     await replicaA.db.insert(pgSchema.groups).values(groupRows);
     await ensureBuiltInRoles(sqlite.db, NOW);
     // Several replicas starting together each write the built-in roles: no collision.
-    await Promise.all([ensureBuiltInRolesPostgres(replicaA.db, NOW), ensureBuiltInRolesPostgres(replicaB.db, NOW), ensureBuiltInRolesPostgres(replicaA.db, NOW)]);
+    await Promise.all([
+      ensureBuiltInRolesPostgres(replicaA.db, NOW),
+      ensureBuiltInRolesPostgres(replicaB.db, NOW),
+      ensureBuiltInRolesPostgres(replicaA.db, NOW),
+    ]);
   });
   afterAll(async () => {
     await replicaA?.close();
@@ -156,14 +160,14 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     };
     let step = 0;
     /** Runs one call on both engines (uids translated) and expects the same outcome. */
-    const both = async <T,>(call: (r: Repos, uid: (u: string) => string) => Promise<T>, creates?: (v: T) => string[], mask?: RegExp) => {
+    const both = async <T>(call: (r: Repos, uid: (u: string) => string) => Promise<T>, creates?: (v: T) => string[], mask?: RegExp) => {
       step++;
       const fromLite = await outcome(call(lite, (u) => u));
       const fromPg = await outcome(call(a, pgUid));
       if (creates && "ok" in (fromLite as object) && "ok" in (fromPg as object)) {
         const l = creates((fromLite as { ok: T }).ok);
         const p = creates((fromPg as { ok: T }).ok);
-        l.forEach((u, i) => learn(u, p[i]!));
+        for (const [i, u] of l.entries()) learn(u, p[i]!);
       }
       // `mask`: uids made inside a transaction that was then rolled back, random on each engine.
       const masked = (v: unknown) => (mask ? (JSON.parse(JSON.stringify(v).replace(mask, "<rolled back>")) as unknown) : v);
@@ -178,7 +182,10 @@ describePostgres("IAM repositories on PostgreSQL", () => {
       company: "",
       relationship: { kind: "claim_match", issuer: { exact: "https://issuer" }, subject: { pattern: "repo:.*" }, claims: { aud: "x" }, claimPatterns: {} },
     };
-    const robot = await both((r) => r.identities.create(claim, NOW), (v) => [v.uid]);
+    const robot = await both(
+      (r) => r.identities.create(claim, NOW),
+      (v) => [v.uid],
+    );
     const keys = await both(
       (r) =>
         r.identities.create(
@@ -197,7 +204,13 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     const user = await both((r) => r.identities.findOrCreateUser({ issuer: "https://idp", subject: "alice", name: "Alice", email: "a@x" }, NOW + 2));
     await both((r) => r.identities.findOrCreateUser({ issuer: "https://idp", subject: "alice", name: "ignored", email: "" }, NOW + 3));
     const bob = await both((r) => r.identities.findOrCreateUser({ issuer: "https://idp", subject: "bob", name: "Bob", email: "b@x" }, NOW + 2));
-    await both((r, u) => r.identities.update(u(robot.uid), (current) => ({ name: `${current.name}!`, relationship: { kind: "aws_identity", awsAccount: "123456789012" } }), NOW + 4));
+    await both((r, u) =>
+      r.identities.update(
+        u(robot.uid),
+        (current) => ({ name: `${current.name}!`, relationship: { kind: "aws_identity", awsAccount: "123456789012" } }),
+        NOW + 4,
+      ),
+    );
     await both((r, u) => r.identities.update(u(`${ORG_A}/ffffffffffffffff`), () => ({ name: "x" }), NOW));
     await both((r, u) =>
       r.identities.update(
@@ -215,8 +228,14 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     await both((r, u) => r.identities.touchLastSeen(u(keys.uid), NOW + 7));
     await both((r) => r.identities.touchLastSeen("d".repeat(40), NOW + 7));
 
-    const custom = await both((r) => r.roles.create({ parentUid: ORG_A, name: "custom", description: "d", capabilities: [3, 1] }, NOW + 8), (v) => [v.uid]);
-    const teamRole = await both((r) => r.roles.create({ parentUid: TEAM, name: "team role", description: "", capabilities: [] }, NOW + 8), (v) => [v.uid]);
+    const custom = await both(
+      (r) => r.roles.create({ parentUid: ORG_A, name: "custom", description: "d", capabilities: [3, 1] }, NOW + 8),
+      (v) => [v.uid],
+    );
+    const teamRole = await both(
+      (r) => r.roles.create({ parentUid: TEAM, name: "team role", description: "", capabilities: [] }, NOW + 8),
+      (v) => [v.uid],
+    );
     await both((r) => r.roles.create({ parentUid: "c".repeat(40), name: "x", description: "", capabilities: [] }, NOW));
     await both((r) =>
       r.roles.create({ parentUid: ORG_A, name: "refused", description: "", capabilities: [] }, NOW, (view) => {
@@ -224,7 +243,9 @@ describePostgres("IAM repositories on PostgreSQL", () => {
       }),
     );
     await both((r) => r.roles.update(OWNER, { name: "x" }, NOW));
-    await both((r, u) => r.roles.update(u(custom.uid), { description: "new", capabilities: [1] }, NOW + 9, (_view, current) => expect(current.capabilities).toEqual([3, 1])));
+    await both((r, u) =>
+      r.roles.update(u(custom.uid), { description: "new", capabilities: [1] }, NOW + 9, (_view, current) => expect(current.capabilities).toEqual([3, 1])),
+    );
     await both((r) => r.roles.update("d".repeat(40), {}, NOW));
     await both((r) => r.roles.delete(OWNER));
 
@@ -242,7 +263,10 @@ describePostgres("IAM repositories on PostgreSQL", () => {
         ),
       (v) => v.map((x) => x.uid),
     );
-    const teamBinding = await both((r, u) => r.bindings.create(TEAM, [{ identityUid: u(keys.uid), roleUid: u(teamRole.uid), fields: f(0) }], NOW + 11), (v) => v.map((x) => x.uid));
+    const teamBinding = await both(
+      (r, u) => r.bindings.create(TEAM, [{ identityUid: u(keys.uid), roleUid: u(teamRole.uid), fields: f(0) }], NOW + 11),
+      (v) => v.map((x) => x.uid),
+    );
     // bad references: a team's identity and role at the organization, another org's role, missing ones
     await both((r, u) =>
       r.bindings.create(
@@ -257,7 +281,15 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     await both((r, u) => r.bindings.create(ORG_B, [{ identityUid: user.uid, roleUid: u(custom.uid), fields: f(0) }], NOW));
     await both((r) => r.bindings.create(ORG_A, [{ identityUid: user.uid, roleUid: OWNER, fields: f(4) }], NOW));
     await both(
-      (r) => r.bindings.create(ORG_B, [{ identityUid: bob.uid, roleUid: VIEWER, fields: f(0) }, { identityUid: bob.uid, roleUid: VIEWER, fields: f(1) }], NOW),
+      (r) =>
+        r.bindings.create(
+          ORG_B,
+          [
+            { identityUid: bob.uid, roleUid: VIEWER, fields: f(0) },
+            { identityUid: bob.uid, roleUid: VIEWER, fields: f(1) },
+          ],
+          NOW,
+        ),
       undefined,
       new RegExp(`${ORG_B}/[0-9a-f]{16}`, "g"),
     );
@@ -287,7 +319,12 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     await both((r, u) => r.bindings.grantsOf(u(robot.uid)));
 
     // Lists, pages and counts, in every order and filter.
-    const pages = async <O extends string>(list: (page: KeysetQuery<O>) => Promise<{ uid: string }[]>, value: (row: never, order: O) => string | number, order: O, desc: boolean) => {
+    const pages = async <O extends string>(
+      list: (page: KeysetQuery<O>) => Promise<{ uid: string }[]>,
+      value: (row: never, order: O) => string | number,
+      order: O,
+      desc: boolean,
+    ) => {
       const seen: unknown[] = [];
       let after: KeysetQuery<O>["after"];
       for (let guard = 0; guard < 50; guard++) {
@@ -301,7 +338,14 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     };
     const identityValue = (row: Record<string, unknown>, order: IdentityOrder) =>
       ({ uid: row.uid, name: row.name, create_time: row.createTime, update_time: row.updateTime })[order] as string | number;
-    for (const filter of [{ uidp: {} }, { uidp: { inRoot: true } }, { uidp: { descendantsOf: ORG_A } }, { uidp: {}, kind: "aws_identity" as const }, { uidp: {}, name: "Alice" }, { uidp: {}, within: [TEAM] }]) {
+    for (const filter of [
+      { uidp: {} },
+      { uidp: { inRoot: true } },
+      { uidp: { descendantsOf: ORG_A } },
+      { uidp: {}, kind: "aws_identity" as const },
+      { uidp: {}, name: "Alice" },
+      { uidp: {}, within: [TEAM] },
+    ]) {
       for (const order of ["uid", "name", "create_time", "update_time"] as const) {
         for (const desc of [false, true]) {
           await both(async (r) => pages((p) => r.identities.list(filter, p), identityValue as never, order, desc));
@@ -312,7 +356,14 @@ describePostgres("IAM repositories on PostgreSQL", () => {
       await both((r) => r.roles.count(filter));
     }
     const bindingValue = (row: Record<string, unknown>, order: "uid" | "create_time") => (order === "uid" ? row.uid : row.createTime) as string | number;
-    for (const filter of [{ uidp: {} }, { uidp: { descendantsOf: ORG_A } }, { uidp: {}, identityUid: user.uid }, { uidp: {}, roleUid: VIEWER }, { uidp: {}, groupUid: ORG_A }, { uidp: {}, within: [ORG_B] }]) {
+    for (const filter of [
+      { uidp: {} },
+      { uidp: { descendantsOf: ORG_A } },
+      { uidp: {}, identityUid: user.uid },
+      { uidp: {}, roleUid: VIEWER },
+      { uidp: {}, groupUid: ORG_A },
+      { uidp: {}, within: [ORG_B] },
+    ]) {
       for (const order of ["uid", "create_time"] as const) {
         for (const desc of [false, true]) await both(async (r) => pages((p) => r.bindings.list(filter, p), bindingValue as never, order, desc));
       }
@@ -325,7 +376,9 @@ describePostgres("IAM repositories on PostgreSQL", () => {
     for (let round = 0; round < 6; round++) {
       const group = await groupsA.create({ parentUid: ORG_B, name: `race ${round}`, description: "", verified: false, kind: 0 }, NOW);
       const outcomes = await Promise.allSettled(
-        Array.from({ length: 4 }, (_, i) => (i % 2 ? a : b).bindings.create(group.uid, [{ identityUid: user.uid, roleUid: VIEWER, fields: { identityUid: "i", roleUid: "r" } }], NOW)),
+        Array.from({ length: 4 }, (_, i) =>
+          (i % 2 ? a : b).bindings.create(group.uid, [{ identityUid: user.uid, roleUid: VIEWER, fields: { identityUid: "i", roleUid: "r" } }], NOW),
+        ),
       );
       expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
       for (const o of outcomes) if (o.status === "rejected") expect((await rejection(Promise.reject(o.reason))).code).toBe(GrpcCode.AlreadyExists);
@@ -361,7 +414,10 @@ describePostgres("IAM repositories on PostgreSQL", () => {
       const kind = round % 3;
       const create =
         kind === 0
-          ? b.identities.create({ parentUid: group.uid, name: "x", description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 } }, NOW)
+          ? b.identities.create(
+              { parentUid: group.uid, name: "x", description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 } },
+              NOW,
+            )
           : kind === 1
             ? b.roles.create({ parentUid: group.uid, name: "x", description: "", capabilities: [] }, NOW)
             : b.bindings.create(group.uid, [{ identityUid: user.uid, roleUid: VIEWER, fields: { identityUid: "i", roleUid: "r" } }], NOW);
@@ -386,14 +442,19 @@ describePostgres("IAM repositories on PostgreSQL", () => {
 
   it("never binds an identity or a role that another replica deletes at the same time", async () => {
     for (let round = 0; round < 6; round++) {
-      const identity = await a.identities.create({ parentUid: ORG_B, name: `d${round}`, description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 } }, NOW);
+      const identity = await a.identities.create(
+        { parentUid: ORG_B, name: `d${round}`, description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 } },
+        NOW,
+      );
       const role = await a.roles.create({ parentUid: ORG_B, name: `d${round}`, description: "", capabilities: [] }, NOW);
       const fields = { identityUid: "identity", roleUid: "role" };
       const outcomes = await Promise.allSettled([
         round % 2 ? a.identities.delete(identity.uid) : a.roles.delete(role.uid),
         b.bindings.create(ORG_B, [{ identityUid: identity.uid, roleUid: round % 2 ? VIEWER : role.uid, fields }], NOW),
       ]);
-      for (const o of outcomes) if (o.status === "rejected") expect([GrpcCode.InvalidArgument, GrpcCode.FailedPrecondition]).toContain((await rejection(Promise.reject(o.reason))).code);
+      for (const o of outcomes)
+        if (o.status === "rejected")
+          expect([GrpcCode.InvalidArgument, GrpcCode.FailedPrecondition]).toContain((await rejection(Promise.reject(o.reason))).code);
       const dangling = await replicaA.pool.query(
         "SELECT uid FROM role_bindings rb WHERE NOT EXISTS (SELECT 1 FROM identities i WHERE i.uid = rb.identity_uid) OR NOT EXISTS (SELECT 1 FROM roles r WHERE r.uid = rb.role_uid)",
       );
@@ -403,7 +464,9 @@ describePostgres("IAM repositories on PostgreSQL", () => {
 
   it("creates one user identity when two replicas sign the same person in for the first time", async () => {
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).identities.findOrCreateUser({ issuer: "https://idp", subject: "first-time", name: "F", email: "f@x" }, NOW + i)),
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 ? a : b).identities.findOrCreateUser({ issuer: "https://idp", subject: "first-time", name: "F", email: "f@x" }, NOW + i),
+      ),
     );
     expect(new Set(results.map((r) => r.uid)).size).toBe(1);
     const { rows } = await replicaA.pool.query("SELECT count(*)::int AS n FROM identities WHERE uid = $1", [results[0]!.uid]);

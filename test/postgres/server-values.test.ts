@@ -166,9 +166,13 @@ describePostgres("server values on PostgreSQL", () => {
 
   it("listens again after its connection is dropped and catches up on what it missed", async () => {
     const watched = bValues.watch(["after-drop"], ([v]) => v?.toString());
-    const { rows } = await replicaA.pool.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1", [`LISTEN ${SERVER_VALUES_CHANNEL}`]);
+    const { rows } = await replicaA.pool.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = $1", [
+      `LISTEN ${SERVER_VALUES_CHANNEL}`,
+    ]);
     expect(rows.length).toBe(2); // one listening connection per replica (the test above closed its own)
-    await replicaA.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = $1", [`LISTEN ${SERVER_VALUES_CHANNEL}`]);
+    await replicaA.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = $1", [
+      `LISTEN ${SERVER_VALUES_CHANNEL}`,
+    ]);
     // Written while nobody listens: only the catch-up read on reconnect can bring it.
     await a.update(["after-drop"], NOW, () => [b("missed")]);
     await vi.waitFor(() => expect(watched()).toBe("missed"), { timeout: 8000, interval: 20 });

@@ -58,7 +58,7 @@ const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
 };
 
 /** A PostgreSQL failure as the engine-neutral StorageError; anything else (an ApiError, a bug) as it is. */
-export function asStorageError(err: unknown): unknown {
+function asStorageError(err: unknown): unknown {
   if (err instanceof StorageError) return err;
   const mapped = mapPostgresError(err);
   return mapped ? new StorageError(STORAGE_KINDS[mapped.kind], mapped.message, { cause: mapped }) : err;

@@ -85,7 +85,10 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
     const startedAt = writeClock;
     const rows = await (names === undefined
       ? db.select({ name: serverKeys.name, value: serverKeys.value }).from(serverKeys)
-      : db.select({ name: serverKeys.name, value: serverKeys.value }).from(serverKeys).where(inArray(serverKeys.name, [...names])));
+      : db
+          .select({ name: serverKeys.name, value: serverKeys.value })
+          .from(serverKeys)
+          .where(inArray(serverKeys.name, [...names])));
     const found = new Map(rows.map((r) => [r.name, r.value]));
     for (const name of names ?? new Set([...cache.keys(), ...found.keys()])) apply(name, found.get(name), startedAt);
   };
