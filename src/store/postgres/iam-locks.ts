@@ -1,0 +1,84 @@
+/**
+ * The row locks the IAM repositories on PostgreSQL share (identities, roles, role bindings),
+ * taken in the same order as the groups repository's: the group first, then the record.
+ *
+ * - No child without its parent: a record created under a group locks the group FOR SHARE
+ *   before inserting (`lockParentGroup`). Deleting the group needs that row FOR UPDATE, so it
+ *   waits for the create (and then finds the child, FAILED_PRECONDITION), or the create waits
+ *   for the delete (and then finds no group, NOT_FOUND, never a foreign-key error).
+ * - An organization keeps an owner: removing owner bindings first locks every owner binding of
+ *   the organization FOR UPDATE (in uid order), then counts those that remain
+ *   (`requireOwnersRemain`). Two replicas removing the last two owners at once are thereby
+ *   serialized: the second gets its locks once the first committed, finds the binding the
+ *   first removed gone (a locking read skips a row deleted or re-targeted meanwhile), and
+ *   refuses. A new owner binding committed meanwhile may be missed, which can only refuse a
+ *   removal that was allowed, never allow one that was not. Locking the bindings rather than
+ *   the organization's row keeps this out of the way of writers that lock the group (creates
+ *   under it hold it FOR SHARE while they lock an identity; an identity delete holds the
+ *   identity while it comes here), so the two orders cannot deadlock.
+ */
+import { and, asc, eq, inArray, isNull } from "drizzle-orm";
+import { failedPrecondition, notFound } from "../../errors/api-error.js";
+import { builtInRoleUid } from "../builtin-roles.js";
+import { groups, roleBindings } from "./schema.js";
+import type { Tx } from "./transaction.js";
+
+/** Locks group `uid` FOR SHARE for the rest of `tx`. @throws NOT_FOUND when it does not exist. */
+export async function lockParentGroup(tx: Tx, uid: string): Promise<void> {
+  const [row] = await tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).for("share");
+  if (!row) throw notFound("group", uid);
+}
+
+/**
+ * Locks FOR UPDATE, in uid order, every owner binding of each organization where one of the
+ * given bindings is an owner binding at the root; returns those organizations, sorted. Writers
+ * that lock a binding row call this first, so that the owner bindings of an organization are
+ * always locked in one order (two replicas deleting two owners would otherwise each hold one
+ * and wait for the other's).
+ */
+export async function lockOwnerBindings(tx: Tx, bindingUids: readonly string[]): Promise<string[]> {
+  if (bindingUids.length === 0) return [];
+  const owner = builtInRoleUid("owner");
+  const ownerships = await tx
+    .select({ groupUid: roleBindings.groupUid })
+    .from(roleBindings)
+    .innerJoin(groups, eq(groups.uid, roleBindings.groupUid))
+    .where(and(inArray(roleBindings.uid, [...bindingUids]), eq(roleBindings.roleUid, owner), isNull(groups.parentUid)));
+  const orgs = [...new Set(ownerships.map((r) => r.groupUid))].sort();
+  for (const org of orgs) {
+    await tx
+      .select({ uid: roleBindings.uid })
+      .from(roleBindings)
+      .where(and(eq(roleBindings.groupUid, org), eq(roleBindings.roleUid, owner)))
+      .orderBy(asc(roleBindings.uid))
+      .for("update");
+  }
+  return orgs;
+}
+
+/**
+ * FAILED_PRECONDITION (LAST_OWNER) when removing the given bindings would leave an organization
+ * (a root group) without any `owner` binding at itself; the same rule and error as SQLite's,
+ * under locks on the organization's owner bindings (see the header).
+ */
+export async function requireOwnersRemain(tx: Tx, removedBindingUids: readonly string[]): Promise<void> {
+  const owner = builtInRoleUid("owner");
+  const removed = new Set(removedBindingUids);
+  for (const org of await lockOwnerBindings(tx, removedBindingUids)) {
+    // Read after the locks were granted: it sees every change committed before.
+    const owners = await tx
+      .select({ uid: roleBindings.uid })
+      .from(roleBindings)
+      .where(and(eq(roleBindings.groupUid, org), eq(roleBindings.roleUid, owner)));
+    if (!owners.some((o) => !removed.has(o.uid))) {
+      throw failedPrecondition(
+        {
+          type: "LAST_OWNER",
+          subject: org,
+          description: "the organization's last owner binding cannot be removed: bind another owner first, or delete the organization",
+        },
+        { metadata: { group_uid: org } },
+      );
+    }
+  }
+}
