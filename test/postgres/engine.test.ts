@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { openPostgresEngine, type PostgresEngine, postgresPoolOf, redactedUrl, UNPORTED_REPOSITORIES } from "../../src/store/postgres/engine.js";
-import { StorageError, storageFailureOf } from "../../src/store/storage-error.js";
+import { StorageError, storageFailureOf } from "../../src/errors/storage-error.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 
 const NOW = 1_700_000_000_000;

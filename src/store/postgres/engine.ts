@@ -21,7 +21,7 @@ import { sql } from "drizzle-orm";
 import type pg from "pg";
 import { unimplemented } from "../../errors/api-error.js";
 import type { StoreEngine, StoreRepositories } from "../engine.js";
-import { isUnwritableFailure, StorageError, type StorageFailureKind } from "../storage-error.js";
+import { isUnwritableFailure, StorageError, type StorageFailureKind } from "../../errors/storage-error.js";
 import { openPostgres, type PostgresOptions } from "./connection.js";
 import { mapPostgresError, type PostgresFailureKind } from "./errors.js";
 import { createPostgresGroupsRepository } from "./groups.js";

@@ -32,7 +32,9 @@ import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
 import { lockParentGroup, requireOwnersRemain } from "./iam-locks.js";
-import { identities, type IdentityRow, roleBindings } from "./schema.js";
+import { identities, roleBindings } from "./schema.js";
+
+type IdentityRow = typeof identities.$inferSelect;
 import { type Tx, writeTransaction } from "./transaction.js";
 
 /** The identity row, locked FOR UPDATE for the rest of `tx`. @throws NOT_FOUND. */

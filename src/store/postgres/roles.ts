@@ -20,7 +20,9 @@ import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
 import { lockParentGroup } from "./iam-locks.js";
-import { groupInvites, identityProviders, type RoleRow, roleBindings, roles } from "./schema.js";
+import { groupInvites, identityProviders, roleBindings, roles } from "./schema.js";
+
+type RoleRow = typeof roles.$inferSelect;
 import { type Tx, writeTransaction } from "./transaction.js";
 
 /** What keeps a role from being deleted, checked in SQLite's order (the first found names the error). */
