@@ -5,7 +5,8 @@
  * cached statements of other shapes are around), every List page and count equals what a
  * statement built afresh by drizzle, with the values inline and unprepared, returns
  * (`withFreshStatements`). A key that named two different SQL texts alike would hand one
- * filter another's statement and fail here. Seeded: a failure names its seed and path.
+ * filter another's statement and fail here. Every repository with a cached List is here.
+ * Seeded: a failure names its seed and path.
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,8 +14,10 @@ import { ACCOUNT_ASSOCIATION_ORDERS } from "../../src/store/account-associations
 import { ADVISORY_ORDERS, type AdvisoryFields, type AdvisoryListFilter } from "../../src/store/advisories.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import type { StoreEngine } from "../../src/store/engine.js";
+import { GROUP_INVITE_ORDERS } from "../../src/store/group-invites.js";
 import { GROUP_ORDERS } from "../../src/store/groups.js";
 import { IDENTITY_ORDERS } from "../../src/store/identities.js";
+import { IDENTITY_PROVIDER_ORDERS } from "../../src/store/identity-providers.js";
 import type { UidpFilter } from "../../src/store/lists.js";
 import { REPO_ORDERS } from "../../src/store/repos.js";
 import { ROLE_BINDING_ORDERS } from "../../src/store/role-bindings.js";
@@ -34,6 +37,9 @@ const groupUids: string[] = [];
 const repoUids: string[] = [];
 const identityUids: string[] = [];
 const roleUids: string[] = [];
+const providerUids: string[] = [];
+const inviteUids: string[] = [];
+const inviteKeyIds: string[] = [];
 
 beforeAll(async () => {
   const sqlite = ENGINES.find((e) => e.name === "sqlite");
@@ -78,6 +84,31 @@ beforeAll(async () => {
       tick(),
     );
     await r.accountAssociations.create({ groupUid: g, name: `assoc-${i % 3}`, description: "", providers: { amazon: { account: "123456789012" } } }, tick());
+    const provider = await r.identityProviders.create(
+      {
+        parentUid: g,
+        name: `idp-${i % 3}`,
+        description: "",
+        defaultRole: role.uid,
+        oidc: {
+          issuer: "https://idp.example",
+          clientId: "trellis",
+          additionalScopes: [],
+          groupsClaim: "",
+          pkceEnabled: false,
+          correlationRule: 1,
+          clientSecret: "",
+        },
+      },
+      tick(),
+    );
+    providerUids.push(provider.uid);
+    // Two invites per group, lifetimes that overlap across groups so expiration orders have ties.
+    for (const hours of [1 + (i % 3), 2]) {
+      const { invite } = await r.groupInvites.create({ parentUid: g, roleUid: role.uid, email: "", singleUse: hours === 2, ttlMs: hours * 3_600_000 }, NOW);
+      inviteUids.push(invite.uid);
+      inviteKeyIds.push(invite.keyId);
+    }
   }
   // Advisories arrive the way `trellis import` writes them: through the store's import writer.
   await store.importer.transaction(async (tx) => {
@@ -282,6 +313,24 @@ describe("cached List statements answer as freshly built ones (SQLite, fast-chec
       query: sometimes(oneOf(["ssl", "CVE-2026", "ALPHA"])),
     });
     await holds(caseArb(filter, ADVISORY_ORDERS.keys), store.repositories.advisories, { uidp: {} }, ADVISORY_ORDERS.value);
+  });
+
+  it("identity providers", async () => {
+    const filter = fc.record({
+      uidp: uidpArb(() => [...groupUids, ...providerUids]),
+      name: sometimes(oneOf(["idp-0", "idp-1", "nope"])),
+      within: withinArb,
+    });
+    await holds(caseArb(filter, IDENTITY_PROVIDER_ORDERS.keys), store.repositories.identityProviders, { uidp: {} }, IDENTITY_PROVIDER_ORDERS.value);
+  });
+
+  it("group invites (a joined read: the role)", async () => {
+    const filter = fc.record({
+      uidp: uidpArb(() => [...groupUids, ...inviteUids]),
+      keyId: sometimes(fc.constant(null).chain(() => oneOf([...inviteKeyIds, "no-such-key"]))),
+      within: withinArb,
+    });
+    await holds(caseArb(filter, GROUP_INVITE_ORDERS.keys), store.repositories.groupInvites, { uidp: {} }, GROUP_INVITE_ORDERS.value);
   });
 
   it("account associations", async () => {
