@@ -1,11 +1,12 @@
 /**
- * The SQLite engine's Lists run statements cached by a key read off the built WHERE and
- * ORDER BY (src/store/sqlite/list-query.ts sqlShape). Property: for random filters, orders,
- * directions, cursors, skips and page sizes, in a random sequence on one repository (so
- * cached statements of other shapes are around), every List page and count equals what a
- * statement built afresh by drizzle, with the values inline and unprepared, returns
- * (`withFreshStatements`). A key that named two different SQL texts alike would hand one
- * filter another's statement and fail here. Seeded: a failure names its seed and path.
+ * An engine's Lists run cached statements (SQLite's are keyed by a key read off the built
+ * WHERE and ORDER BY, src/store/sqlite/list-query.ts sqlShape). Property, on every engine:
+ * for random filters, orders, directions, cursors, skips and page sizes, in a random
+ * sequence on one repository (so cached statements of other shapes are around), every List
+ * page and count equals what the same query built afresh, with its values inline and
+ * unprepared, returns (the engine's `uncached`; SQLite's withFreshStatements). A key that
+ * named two different SQL texts alike would hand one filter another's statement and fail
+ * here. Every repository with a cached List is here. Seeded: a failure names its seed and path.
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,13 +14,14 @@ import { ACCOUNT_ASSOCIATION_ORDERS } from "../../src/store/account-associations
 import { ADVISORY_ORDERS, type AdvisoryFields, type AdvisoryListFilter } from "../../src/store/advisories.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import type { StoreEngine } from "../../src/store/engine.js";
+import { GROUP_INVITE_ORDERS } from "../../src/store/group-invites.js";
 import { GROUP_ORDERS } from "../../src/store/groups.js";
 import { IDENTITY_ORDERS } from "../../src/store/identities.js";
+import { IDENTITY_PROVIDER_ORDERS } from "../../src/store/identity-providers.js";
 import type { UidpFilter } from "../../src/store/lists.js";
 import { REPO_ORDERS } from "../../src/store/repos.js";
 import { ROLE_BINDING_ORDERS } from "../../src/store/role-bindings.js";
 import { ROLE_ORDERS } from "../../src/store/roles.js";
-import { withFreshStatements } from "../../src/store/sqlite/list-query.js";
 import { GeneratedTag, TAG_ORDERS } from "../../src/store/tags.js";
 import { ENGINES, type OpenedEngine } from "../support/engines.js";
 
@@ -34,58 +36,11 @@ const groupUids: string[] = [];
 const repoUids: string[] = [];
 const identityUids: string[] = [];
 const roleUids: string[] = [];
-
-beforeAll(async () => {
-  const sqlite = ENGINES.find((e) => e.name === "sqlite");
-  if (!sqlite) throw new Error("no sqlite engine");
-  opened = await sqlite.open(NOW);
-  store = opened.engine;
-  const r = store.repositories;
-  let t = NOW;
-  const tick = () => (t += 1000);
-  // Names repeat across the tree so name orders have ties that only the uid breaks.
-  for (const root of ["alpha", "beta"]) {
-    const org = await r.groups.create({ parentUid: null, name: root, description: "", verified: false, kind: 0 }, tick());
-    groupUids.push(org.uid);
-    for (const folder of ["dev", "prod", "dev"]) {
-      const f = await r.groups.create({ parentUid: org.uid, name: folder, description: "", verified: false, kind: 0 }, tick());
-      groupUids.push(f.uid);
-      const sub = await r.groups.create({ parentUid: f.uid, name: "team", description: "", verified: false, kind: 0 }, tick());
-      groupUids.push(sub.uid);
-    }
-  }
-  for (const [i, g] of groupUids.entries()) {
-    for (const name of ["nginx", `app-${i % 3}`]) {
-      const repo = await r.repos.create(g, { name, description: "", catalogTier: 0, bundles: [], aliases: [], activeTags: [] }, tick());
-      repoUids.push(repo.uid);
-      for (const tag of ["latest", "1.2", "sha256-abc", "1.2-20250101", "1.2-r3"]) {
-        await r.tags.upsert(repo.uid, { name: tag, digest: `sha256:${(i % 4).toString().repeat(64)}`, deprecated: false, bundles: [] }, tick());
-      }
-    }
-    const identity = await r.identities.create(
-      { parentUid: g, name: i % 2 ? "robot" : "ci", description: "", company: "", relationship: { kind: "service_principal", servicePrincipal: 1 + (i % 2) } },
-      tick(),
-    );
-    identityUids.push(identity.uid);
-    const role = await r.roles.create({ parentUid: g, name: i % 2 ? "reader" : "writer", description: "", capabilities: [103] }, tick());
-    roleUids.push(role.uid);
-    await r.roleBindings.create(
-      g,
-      [
-        { identityUid: identity.uid, roleUid: role.uid, fields: { identityUid: "identity", roleUid: "role" } },
-        { identityUid: identity.uid, roleUid: builtInRoleUid("viewer"), fields: { identityUid: "identity", roleUid: "role" } },
-      ],
-      tick(),
-    );
-    await r.accountAssociations.create({ groupUid: g, name: `assoc-${i % 3}`, description: "", providers: { amazon: { account: "123456789012" } } }, tick());
-  }
-  // Advisories arrive the way `trellis import` writes them: through the store's import writer.
-  await store.importer.transaction(async (tx) => {
-    for (const [g, group] of groupUids.entries()) {
-      for (let i = 0; i < 4; i++) await tx.record((w) => w.upsertAdvisory(group, advisory(g * 4 + i), tick()));
-    }
-  });
-});
+const providerUids: string[] = [];
+const inviteUids: string[] = [];
+const inviteKeyIds: string[] = [];
+/** The engine's way past its statement caches (EngineUnderTest.uncached). */
+let uncached: <T>(call: () => T) => T;
 
 /** Advisory `i`: values cycle so that every filter value matches some rows, not all. */
 function advisory(i: number): AdvisoryFields {
@@ -117,9 +72,6 @@ function advisory(i: number): AdvisoryFields {
     ],
   };
 }
-afterAll(async () => {
-  await opened.close();
-});
 
 const oneOf = <T>(values: readonly T[]) => fc.constantFrom(...values);
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
@@ -190,7 +142,7 @@ async function holds<F, O extends string, R extends { uid: string }>(
   await fc.assert(
     fc.asyncProperty(fc.array(arb, { minLength: 1, maxLength: 8 }), async (cases) => {
       for (const c of cases) {
-        const all = await withFreshStatements(() => repo.list(everything, { order: c.order, desc: false, offset: 0, limit: 1000 }));
+        const all = await uncached(() => repo.list(everything, { order: c.order, desc: false, offset: 0, limit: 1000 }));
         const from = c.cursorFrom === undefined || all.length === 0 ? undefined : all[c.cursorFrom % all.length];
         const page = {
           order: c.order,
@@ -200,9 +152,9 @@ async function holds<F, O extends string, R extends { uid: string }>(
           limit: c.limit,
         };
         const cached = await repo.list(c.filter, page);
-        const fresh = await withFreshStatements(() => repo.list(c.filter, page));
+        const fresh = await uncached(() => repo.list(c.filter, page));
         expect(cached).toEqual(fresh);
-        expect(await repo.count(c.filter)).toBe(await withFreshStatements(() => repo.count(c.filter)));
+        expect(await repo.count(c.filter)).toBe(await uncached(() => repo.count(c.filter)));
       }
     }),
     { seed: SEED, numRuns: RUNS },
@@ -211,7 +163,93 @@ async function holds<F, O extends string, R extends { uid: string }>(
 
 const groupNames = ["alpha", "beta", "dev", "prod", "team", "nope"];
 
-describe("cached List statements answer as freshly built ones (SQLite, fast-check)", () => {
+describe.each(ENGINES)("cached List statements answer as uncached ones on $name (fast-check)", (engineUnderTest) => {
+  beforeAll(async () => {
+    opened = await engineUnderTest.open(NOW);
+    uncached = engineUnderTest.uncached;
+    for (const uids of [groupUids, repoUids, identityUids, roleUids, providerUids, inviteUids, inviteKeyIds]) uids.length = 0;
+    store = opened.engine;
+    const r = store.repositories;
+    let t = NOW;
+    const tick = () => (t += 1000);
+    // Names repeat across the tree so name orders have ties that only the uid breaks.
+    for (const root of ["alpha", "beta"]) {
+      const org = await r.groups.create({ parentUid: null, name: root, description: "", verified: false, kind: 0 }, tick());
+      groupUids.push(org.uid);
+      for (const folder of ["dev", "prod", "dev"]) {
+        const f = await r.groups.create({ parentUid: org.uid, name: folder, description: "", verified: false, kind: 0 }, tick());
+        groupUids.push(f.uid);
+        const sub = await r.groups.create({ parentUid: f.uid, name: "team", description: "", verified: false, kind: 0 }, tick());
+        groupUids.push(sub.uid);
+      }
+    }
+    for (const [i, g] of groupUids.entries()) {
+      for (const name of ["nginx", `app-${i % 3}`]) {
+        const repo = await r.repos.create(g, { name, description: "", catalogTier: 0, bundles: [], aliases: [], activeTags: [] }, tick());
+        repoUids.push(repo.uid);
+        for (const tag of ["latest", "1.2", "sha256-abc", "1.2-20250101", "1.2-r3"]) {
+          await r.tags.upsert(repo.uid, { name: tag, digest: `sha256:${(i % 4).toString().repeat(64)}`, deprecated: false, bundles: [] }, tick());
+        }
+      }
+      const identity = await r.identities.create(
+        {
+          parentUid: g,
+          name: i % 2 ? "robot" : "ci",
+          description: "",
+          company: "",
+          relationship: { kind: "service_principal", servicePrincipal: 1 + (i % 2) },
+        },
+        tick(),
+      );
+      identityUids.push(identity.uid);
+      const role = await r.roles.create({ parentUid: g, name: i % 2 ? "reader" : "writer", description: "", capabilities: [103] }, tick());
+      roleUids.push(role.uid);
+      await r.roleBindings.create(
+        g,
+        [
+          { identityUid: identity.uid, roleUid: role.uid, fields: { identityUid: "identity", roleUid: "role" } },
+          { identityUid: identity.uid, roleUid: builtInRoleUid("viewer"), fields: { identityUid: "identity", roleUid: "role" } },
+        ],
+        tick(),
+      );
+      await r.accountAssociations.create({ groupUid: g, name: `assoc-${i % 3}`, description: "", providers: { amazon: { account: "123456789012" } } }, tick());
+      const provider = await r.identityProviders.create(
+        {
+          parentUid: g,
+          name: `idp-${i % 3}`,
+          description: "",
+          defaultRole: role.uid,
+          oidc: {
+            issuer: "https://idp.example",
+            clientId: "trellis",
+            additionalScopes: [],
+            groupsClaim: "",
+            pkceEnabled: false,
+            correlationRule: 1,
+            clientSecret: "",
+          },
+        },
+        tick(),
+      );
+      providerUids.push(provider.uid);
+      // Two invites per group, lifetimes that overlap across groups so expiration orders have ties.
+      for (const hours of [1 + (i % 3), 2]) {
+        const { invite } = await r.groupInvites.create({ parentUid: g, roleUid: role.uid, email: "", singleUse: hours === 2, ttlMs: hours * 3_600_000 }, NOW);
+        inviteUids.push(invite.uid);
+        inviteKeyIds.push(invite.keyId);
+      }
+    }
+    // Advisories arrive the way `trellis import` writes them: through the store's import writer.
+    await store.importer.transaction(async (tx) => {
+      for (const [g, group] of groupUids.entries()) {
+        for (let i = 0; i < 4; i++) await tx.record((w) => w.upsertAdvisory(group, advisory(g * 4 + i), tick()));
+      }
+    });
+  });
+  afterAll(async () => {
+    await opened.close();
+  });
+
   it("groups", async () => {
     const filter = fc.record({ uidp: uidpArb(() => groupUids), name: sometimes(oneOf(groupNames)), within: withinArb });
     await holds(caseArb(filter, GROUP_ORDERS.keys), store.repositories.groups, { uidp: {} }, GROUP_ORDERS.value);
@@ -282,6 +320,24 @@ describe("cached List statements answer as freshly built ones (SQLite, fast-chec
       query: sometimes(oneOf(["ssl", "CVE-2026", "ALPHA"])),
     });
     await holds(caseArb(filter, ADVISORY_ORDERS.keys), store.repositories.advisories, { uidp: {} }, ADVISORY_ORDERS.value);
+  });
+
+  it("identity providers", async () => {
+    const filter = fc.record({
+      uidp: uidpArb(() => [...groupUids, ...providerUids]),
+      name: sometimes(oneOf(["idp-0", "idp-1", "nope"])),
+      within: withinArb,
+    });
+    await holds(caseArb(filter, IDENTITY_PROVIDER_ORDERS.keys), store.repositories.identityProviders, { uidp: {} }, IDENTITY_PROVIDER_ORDERS.value);
+  });
+
+  it("group invites (a joined read: the role)", async () => {
+    const filter = fc.record({
+      uidp: uidpArb(() => [...groupUids, ...inviteUids]),
+      keyId: sometimes(fc.constant(null).chain(() => oneOf([...inviteKeyIds, "no-such-key"]))),
+      within: withinArb,
+    });
+    await holds(caseArb(filter, GROUP_INVITE_ORDERS.keys), store.repositories.groupInvites, { uidp: {} }, GROUP_INVITE_ORDERS.value);
   });
 
   it("account associations", async () => {

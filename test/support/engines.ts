@@ -9,12 +9,20 @@ import os from "node:os";
 import path from "node:path";
 import type { StoreEngine } from "../../src/store/engine.js";
 import { openStore } from "../../src/store/open.js";
+import { withFreshStatements } from "../../src/store/sqlite/list-query.js";
 
 /** One engine under test, named in the test titles. */
 export interface EngineUnderTest {
   readonly name: string;
   /** A fresh, empty store at time `now` (ms); `close` removes everything it made. */
   open(now: number): Promise<OpenedEngine>;
+  /**
+   * Runs `call` (a repository List or count, reaching the store before its first await) with
+   * the engine's statement and count caches bypassed: the query built afresh with its values
+   * inline and run unprepared. The reference a test holds the cached path to; an engine that
+   * caches nothing runs `call` as it is.
+   */
+  uncached<T>(call: () => T): T;
 }
 
 export interface OpenedEngine {
@@ -36,6 +44,7 @@ const sqlite: EngineUnderTest = {
       },
     };
   },
+  uncached: withFreshStatements,
 };
 
 export const ENGINES: readonly EngineUnderTest[] = [sqlite];
