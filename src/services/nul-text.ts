@@ -36,12 +36,87 @@ export function isReadOnly(method: DescMethod): boolean {
 export function writeRequestCheck(method: DescMethod): RequestCheck | undefined {
   if (method.methodKind !== "unary" || isReadOnly(method)) return undefined;
   const walk = messageWalk(method.input, new Map());
-  if (!walk) return undefined;
+  const test = messageTest(method.input, new Map());
+  if (!walk || !test) return undefined;
   return (request) => {
+    // The scan that every write pays is the allocation-free test; the walk that builds field
+    // paths runs only for a request that holds a NUL somewhere.
+    if (!test(request)) return;
     const found: FieldViolation[] = [];
     walk(request, "", found);
     if (found.length > 0) throw invalidArgument(found);
   };
+}
+
+type Test = (value: unknown) => boolean;
+
+const hasNul: Test = (value) => typeof value === "string" && value.includes("\u0000");
+
+/** True when any string in a message of this type holds a NUL; undefined when none can occur. */
+function messageTest(message: DescMessage, seen: Map<DescMessage, Test | undefined | "pending">): Test | undefined {
+  const known = seen.get(message);
+  if (known === "pending") return (value) => (seen.get(message) as Test | undefined)?.(value) ?? false;
+  if (seen.has(message)) return known as Test | undefined;
+  seen.set(message, "pending");
+  const steps: Test[] = [];
+  for (const field of message.fields) {
+    const step = fieldTest(field, seen);
+    if (!step) continue;
+    const own = field.localName;
+    const oneof = field.oneof?.localName;
+    steps.push(
+      oneof === undefined
+        ? (msg) => step((msg as Record<string, unknown>)[own])
+        : (msg) => {
+            const chosen = (msg as Record<string, { case?: string; value?: unknown } | undefined>)[oneof];
+            return chosen?.case === own && step(chosen.value);
+          },
+    );
+  }
+  const test: Test | undefined =
+    steps.length === 0
+      ? undefined
+      : (msg) => {
+          if (typeof msg !== "object" || msg === null) return false;
+          for (const step of steps) if (step(msg)) return true;
+          return false;
+        };
+  seen.set(message, test);
+  return test;
+}
+
+function fieldTest(field: DescField, seen: Map<DescMessage, Test | undefined | "pending">): Test | undefined {
+  switch (field.fieldKind) {
+    case "scalar":
+      return field.scalar === ScalarType.STRING ? hasNul : undefined;
+    case "message":
+      return field.message.typeName === "google.protobuf.StringValue" ? hasNul : messageTest(field.message, seen);
+    case "list": {
+      const each =
+        field.listKind === "scalar" ? (field.scalar === ScalarType.STRING ? hasNul : undefined) : field.listKind === "message" ? messageTest(field.message, seen) : undefined;
+      if (!each) return undefined;
+      return (value) => {
+        if (!Array.isArray(value)) return false;
+        for (const item of value) if (each(item)) return true;
+        return false;
+      };
+    }
+    case "map": {
+      const keyIsText = field.mapKey === ScalarType.STRING;
+      const each =
+        field.mapKind === "scalar" ? (field.scalar === ScalarType.STRING ? hasNul : undefined) : field.mapKind === "message" ? messageTest(field.message, seen) : undefined;
+      if (!keyIsText && !each) return undefined;
+      return (value) => {
+        if (typeof value !== "object" || value === null) return false;
+        for (const key in value) {
+          if ((keyIsText && key.includes("\u0000")) || each?.((value as Record<string, unknown>)[key])) return true;
+        }
+        return false;
+      };
+    }
+    default:
+      return undefined;
+  }
 }
 
 /**
