@@ -23,7 +23,7 @@ export type RequestCheck = (request: unknown) => void;
 type Walk = (value: unknown, path: string, out: FieldViolation[]) => void;
 
 /** True when the method only reads: every HTTP binding it declares is a GET. */
-export function isReadOnly(method: DescMethod): boolean {
+function isReadOnly(method: DescMethod): boolean {
   if (method.methodKind !== "unary" || !hasOption(method, http)) return false;
   const rule = getOption(method, http);
   return rule.pattern.case === "get" && rule.additionalBindings.every((b) => b.pattern.case === "get");
@@ -93,7 +93,13 @@ function fieldTest(field: DescField, seen: Map<DescMessage, Test | undefined | "
       return field.message.typeName === "google.protobuf.StringValue" ? hasNul : messageTest(field.message, seen);
     case "list": {
       const each =
-        field.listKind === "scalar" ? (field.scalar === ScalarType.STRING ? hasNul : undefined) : field.listKind === "message" ? messageTest(field.message, seen) : undefined;
+        field.listKind === "scalar"
+          ? field.scalar === ScalarType.STRING
+            ? hasNul
+            : undefined
+          : field.listKind === "message"
+            ? messageTest(field.message, seen)
+            : undefined;
       if (!each) return undefined;
       return (value) => {
         if (!Array.isArray(value)) return false;
@@ -104,7 +110,13 @@ function fieldTest(field: DescField, seen: Map<DescMessage, Test | undefined | "
     case "map": {
       const keyIsText = field.mapKey === ScalarType.STRING;
       const each =
-        field.mapKind === "scalar" ? (field.scalar === ScalarType.STRING ? hasNul : undefined) : field.mapKind === "message" ? messageTest(field.message, seen) : undefined;
+        field.mapKind === "scalar"
+          ? field.scalar === ScalarType.STRING
+            ? hasNul
+            : undefined
+          : field.mapKind === "message"
+            ? messageTest(field.message, seen)
+            : undefined;
       if (!keyIsText && !each) return undefined;
       return (value) => {
         if (typeof value !== "object" || value === null) return false;

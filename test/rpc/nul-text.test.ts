@@ -14,7 +14,16 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { type DescField, type DescMessage, type DescMethodUnary, type DescService, fromJson, type JsonObject, type JsonValue, ScalarType } from "@bufbuild/protobuf";
+import {
+  type DescField,
+  type DescMessage,
+  type DescMethodUnary,
+  type DescService,
+  fromJson,
+  type JsonObject,
+  type JsonValue,
+  ScalarType,
+} from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRouteTable } from "../../src/transcode/route-table.js";
@@ -26,7 +35,10 @@ import { closeGrpcClients, Code } from "../support/transports.js";
 async function declaredServices(): Promise<DescService[]> {
   const files = ["gen/chainguard", "gen/trellis"].flatMap((dir) => {
     const root = path.resolve(dir);
-    return (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith("_pb.ts")).sort().map((f) => path.join(root, f));
+    return (readdirSync(root, { recursive: true }) as string[])
+      .filter((f) => f.endsWith("_pb.ts"))
+      .sort()
+      .map((f) => path.join(root, f));
   });
   const services: DescService[] = [];
   for (const file of files) {
@@ -70,7 +82,8 @@ function textFields(message: DescMessage, protoPrefix = "", jsonPrefix: readonly
     const proto = protoPrefix === "" ? f.name : `${protoPrefix}.${f.name}`;
     const json = [...jsonPrefix, f.jsonName];
     if (f.fieldKind === "scalar" && f.scalar === ScalarType.STRING) out.push({ protoPath: proto, jsonSteps: json });
-    else if (f.fieldKind === "list" && f.listKind === "scalar" && f.scalar === ScalarType.STRING) out.push({ protoPath: `${proto}[0]`, jsonSteps: [...json, 0] });
+    else if (f.fieldKind === "list" && f.listKind === "scalar" && f.scalar === ScalarType.STRING)
+      out.push({ protoPath: `${proto}[0]`, jsonSteps: [...json, 0] });
     else if (f.fieldKind === "list" && f.listKind === "message" && !f.message.typeName.startsWith("google.protobuf.")) {
       out.push(...textFields(f.message, `${proto}[0]`, [...json, 0], inner));
     } else if (f.fieldKind === "map" && f.mapKey === ScalarType.STRING) {
@@ -160,19 +173,23 @@ describe("the cases are read from the descriptors", () => {
 });
 
 describe(`a NUL in one string field of one write (${CASES.length} cases × ${callDoors.length} doors)`, () => {
-  it.each(CASES.map((c, i) => ({ ...c, text: TEXT[i] as string })))("$name", async ({ m, field, text }) => {
-    const request = fromJson(m.input, setAt(baseJson(m), field.jsonSteps, field.nulKey ? { [text]: field.nulKey.value } : text));
-    const expected = field.nulKey ? `${field.protoPath}[${JSON.stringify(text)}]` : field.protoPath;
-    const before = snapshotDb(t.dbFile);
-    for (const door of callDoors) {
-      const out = await door.call(t.url, t.token, m, request);
-      const where = `${door.name} ${JSON.stringify(text)}: ${JSON.stringify(out)}`;
-      expect(out.ok, where).toBe(false);
-      if (out.ok) continue;
-      expect(out.code, where).toBe(Code.InvalidArgument);
-      expect(out.reason, where).toBe("INVALID_ARGUMENT");
-      expect(out.fields, where).toContain(expected);
-    }
-    expect(snapshotDb(t.dbFile)).toBe(before);
-  });
+  // One it() per case, titled in full (it.each would cut a long title short).
+  for (const [i, { m, field, name }] of CASES.entries()) {
+    it(name, async () => {
+      const text = TEXT[i] as string;
+      const request = fromJson(m.input, setAt(baseJson(m), field.jsonSteps, field.nulKey ? { [text]: field.nulKey.value } : text));
+      const expected = field.nulKey ? `${field.protoPath}[${JSON.stringify(text)}]` : field.protoPath;
+      const before = snapshotDb(t.dbFile);
+      for (const door of callDoors) {
+        const out = await door.call(t.url, t.token, m, request);
+        const where = `${door.name} ${JSON.stringify(text)}: ${JSON.stringify(out)}`;
+        expect(out.ok, where).toBe(false);
+        if (out.ok) continue;
+        expect(out.code, where).toBe(Code.InvalidArgument);
+        expect(out.reason, where).toBe("INVALID_ARGUMENT");
+        expect(out.fields, where).toContain(expected);
+      }
+      expect(snapshotDb(t.dbFile)).toBe(before);
+    });
+  }
 });
