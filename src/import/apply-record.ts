@@ -11,7 +11,7 @@
  *   {"parent": "<repo uid>", "eol_tag": {v1 EolTag JSON, by name}}    (or repo_name, as a tag)
  *
  * plus OSV documents (osv.ts). `parent` may be left out when `--group` is given (for a tag,
- * with repo_name). Unknown keys are rejected. Output-only fields of repos and tags (uid,
+ * with repo_name). Unknown keys are rejected, and so is a record with a NUL (U+0000) in any string. Output-only fields of repos and tags (uid,
  * timestamps) are ignored; an advisory's timestamps are kept, as feeds carry them.
  */
 import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
@@ -24,6 +24,7 @@ import { type FieldViolation, invalidArgument, notFound } from "../errors/api-er
 import { checkReadme, checkTagName } from "../services/registry/validate.js";
 import { repoFields } from "../services/registry/repos.js";
 import { tagFields } from "../services/registry/tags.js";
+import { nulInJson } from "../services/nul-text.js";
 import { checkDescription, checkUidp, collect } from "../services/validate.js";
 import { advisoryFields } from "../services/vulnerabilities/convert.js";
 import type { AdvisoryFields } from "../store/advisories.js";
@@ -89,6 +90,10 @@ async function repoOf(writes: ImportWrites, value: Record<string, unknown>, opti
  * @throws ApiError or Error explaining why the record is rejected.
  */
 export async function applyRecord(writes: ImportWrites, value: unknown, options: ApplyOptions): Promise<UpsertOutcome[]> {
+  // The API's NUL rule (validate.ts checkNoNul) for the whole record at once, before anything
+  // is written: a string PostgreSQL could not store is refused on every engine alike.
+  const nul = nulInJson(value);
+  if (nul.length > 0) throw invalidArgument(nul);
   if (isOsvDocument(value)) {
     if (options.group === undefined) throw new Error("OSV documents need --group UID (the group the advisories go under)");
     const group = parentOf({}, options, "--group");

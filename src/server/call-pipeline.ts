@@ -10,8 +10,10 @@
  * and any later fast path deliberately skip.)
  *
  * Order inside a call: before-call hooks (authentication, then authorization: src/auth/) → the
- * implementation → on failure, toConnectError (ErrorInfo first; unexpected causes logged,
- * never sent) → one log line {protocol, method, code, ms, caller, peer, requestId, traceId}
+ * method's request check, if it has one (chosen per method at start-up: the NUL rule on
+ * writes, src/services/nul-text.ts; after the hooks, so a caller who may not call the method
+ * is refused as for any other request) → the implementation → on failure, toConnectError
+ * (ErrorInfo first; unexpected causes logged, never sent) → one log line {protocol, method, code, ms, caller, peer, requestId, traceId}
  * and the call's metrics (src/observe/metrics.ts). Request headers are never logged: the
  * caller is the token's subject (an identity uid or `operator:<name>`), never the token; the
  * request id and trace id were checked in the dispatcher (src/observe/call-meta.ts).
@@ -55,6 +57,11 @@ export interface CallPipelineOptions {
    * exactly the untraced ones, so a server without tracing pays nothing per call.
    */
   readonly tracing?: CallTracing;
+  /**
+   * The check a method's decoded requests pass before its implementation (throws an ApiError),
+   * asked once per method at start-up; undefined means the method's calls pay nothing.
+   */
+  readonly requestCheck?: (method: DescMethod) => ((request: unknown) => void) | undefined;
 }
 
 type AnyUnary = (request: unknown, context: HandlerContext) => unknown;
@@ -66,6 +73,7 @@ export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
   function wrapUnary(method: DescMethod, impl: AnyUnary | undefined): AnyUnary {
     const name = `${method.parent.typeName}/${method.name}`;
     const recorder = metrics?.forMethod(method);
+    const checkRequest = options.requestCheck?.(method);
     // The end of every call, whatever its outcome: one log line, its metrics. Plain reads of
     // what the doors and the hooks already put in the context; no per-call closures.
     const finish = (context: HandlerContext, code: string, start: number): void => {
@@ -98,6 +106,7 @@ export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
       metrics?.callStarted();
       try {
         for (const hook of hooks) await hook(method, context, request);
+        if (checkRequest) checkRequest(request);
         if (!impl) throw unimplemented(name);
         const response = await impl(request, context);
         finish(context, "OK", start);

@@ -20,6 +20,7 @@ import type { TokenIssuer } from "../auth/tokens.js";
 import { CODE_NAMES } from "../errors/api-error.js";
 import { createServiceContext } from "../services/context.js";
 import { createExchangeService } from "../services/oidc/exchange.js";
+import { writeRequestCheck } from "../services/nul-text.js";
 import type { StoreEngine } from "../store/engine.js";
 import { openStore } from "../store/open.js";
 import { authorityOf, isValidAuthority } from "./authority.js";
@@ -135,7 +136,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     });
     const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
     const metrics = createMetrics(store.health);
-    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics, tracing });
+    // Writes refuse a NUL in any string of their request, the same on every engine (nul-text.ts).
+    const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics, tracing, requestCheck: writeRequestCheck });
     // SERVING while the database can be written (the last write's or probe's outcome) and
     // the server is not shutting down.
     let stopping = false;

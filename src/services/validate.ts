@@ -33,6 +33,19 @@ export function checkDescription(field: string, value: string): FieldViolation |
   return undefined;
 }
 
+/**
+ * U+0000 (NUL), refused in every client-supplied string a write carries, whatever the field:
+ * PostgreSQL text cannot hold it while SQLite can, so accepting it would store a value on one
+ * engine that the other answers INTERNAL for. Refusing it everywhere keeps both the same.
+ * Applied once per write call to the whole request (nul-text.ts), and by the importer.
+ */
+export const NUL_DESCRIPTION = "must not contain the NUL character (U+0000)";
+
+/** A string with no NUL character. */
+export function checkNoNul(field: string, value: string): FieldViolation | undefined {
+  return value.includes("\u0000") ? { field, description: NUL_DESCRIPTION } : undefined;
+}
+
 /** A required UIDP. */
 export function checkUidp(field: string, value: string): FieldViolation | undefined {
   if (value === "") return { field, description: "is required" };

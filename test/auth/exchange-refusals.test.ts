@@ -4,7 +4,9 @@
  * - an identity provider's token "issued" in the future beyond the clock skew allowance
  *   (CLOCK_TOLERANCE_S): a wrong IdP clock, or a token made to outlive its apparent life;
  * - one of this server's own API tokens: the wrong kind of credential, so UNAUTHENTICATED
- *   (401), not the PERMISSION_DENIED of an untrusted issuer it used to fall through to.
+ *   (401), not the PERMISSION_DENIED of an untrusted issuer it used to fall through to;
+ * - a user sign-in whose sub, name or email claim (what the user identity stores) holds a NUL
+ *   (U+0000), which PostgreSQL text cannot hold: refused alike on every engine.
  *
  * The server's clock is moved (TestApp.advanceClock) instead of waiting: the fake IdP signs
  * with `iat` = its real now, so a server clock set back N seconds sees `iat` N seconds ahead.
@@ -89,6 +91,25 @@ describe.each(DOORS)("the exchange over $name", (door) => {
     const ok = await door.exchange(await idp.sign({ sub: SUBJECT, aud: t.app.issuer.issuer }), identity);
     expect(ok.code, ok.message).toBeUndefined();
     expect(decodeJwt(ok.token as string).sub).toBe(identity);
+  });
+
+  it("refuses a user sign-in whose sub, name or email claim holds a NUL (U+0000), creating no identity", async () => {
+    const before = snapshotDb(t.dbFile);
+    const claims = [
+      { claim: "sub", token: { sub: `nul\u0000user-${door.name}` } },
+      { claim: "name", token: { sub: `nul-name-${door.name}`, name: "Ada\u0000Lovelace" } },
+      { claim: "email", token: { sub: `nul-email-${door.name}`, email: "ada\u0000@example.com", email_verified: true } },
+    ];
+    for (const { claim, token } of claims) {
+      const refused = await door.exchange(await idp.sign({ ...token, aud: CLIENT_ID }), "");
+      expect(refused, claim).toMatchObject({ code: 16, reason: "TOKEN_INVALID" });
+      expect(refused.message).toContain(`the presented token's ${claim} claim holds a NUL character (U+0000)`);
+      if (refused.status !== undefined) expect(refused.status).toBe(401);
+    }
+    expect(snapshotDb(t.dbFile)).toBe(before);
+    // The same sign-in without the NUL creates the user.
+    const ok = await door.exchange(await idp.sign({ sub: `nul-name-${door.name}`, name: "Ada Lovelace", aud: CLIENT_ID }), "");
+    expect(ok.code, ok.message).toBeUndefined();
   });
 
   it("answers one of our own API tokens with UNAUTHENTICATED (401), with or without identity", async () => {

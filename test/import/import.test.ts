@@ -136,6 +136,46 @@ describe("trellis import", () => {
     expect(count("tags")).toBe(3);
   });
 
+  it("rejects every record with a NUL (U+0000) in any string, naming where, and stores nothing of it", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-nul-"));
+    try {
+      const osv = JSON.parse(fs.readFileSync(path.join(OSV_DIR, "CGA-2222-aaaa-bbbb.json"), "utf8"));
+      osv.id = "CGA-9999-nul0-nul0";
+      osv.affected[0].package.name = "open\u0000ssl";
+      fs.writeFileSync(path.join(dir, "osv-nul.json"), JSON.stringify(osv));
+      const lines = [
+        { repo: { name: "nul-desc", description: "web\u0000server" } },
+        { repo: { name: "nul-bundle", bundles: ["application", "b\u0000"] } },
+        { repo_name: "nginx", tag: { name: "nul\u0000tag", digest: `sha256:${"3".repeat(64)}` } },
+        { advisory: { advisoryId: "CGA-9999-nul1-nul1", artifactName: "busybox", events: [{ author: "x", detection: { manual: { note: "a\u0000b" } } }] } },
+        { "repo\u0000": { name: "nul-key" } },
+        { repo: { name: "clean-after-nul" } },
+      ];
+      // JSON.stringify writes U+0000 as the escape \u0000, as a real feed would carry it.
+      fs.writeFileSync(path.join(dir, "native.ndjson"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`);
+      const repos = count("repos");
+      const tags = count("tags");
+      const advisories = count("advisories");
+      const r = await run(["--group", org, dir]);
+      expect(r.code).toBe(3);
+      expect(r.stdout).toMatch(/^import: 1 loaded, 0 updated, 0 unchanged, 6 rejected /);
+      const nul = "must not contain the NUL character (U+0000)";
+      const native = path.join(dir, "native.ndjson");
+      expect(r.stderr).toContain(`rejected ${native}:1: Invalid argument: repo.description: ${nul}`);
+      expect(r.stderr).toContain(`rejected ${native}:2: Invalid argument: repo.bundles[1]: ${nul}`);
+      expect(r.stderr).toContain(`rejected ${native}:3: Invalid argument: tag.name: ${nul}`);
+      expect(r.stderr).toContain(`rejected ${native}:4: Invalid argument: advisory.events[0].detection.manual.note: ${nul}`);
+      expect(r.stderr).toContain(`rejected ${native}:5: Invalid argument: "repo\\u0000": is a key that ${nul}`);
+      expect(r.stderr).toContain(`rejected ${path.join(dir, "osv-nul.json")}: Invalid argument: affected[0].package.name: ${nul}`);
+      // Only the clean record was stored.
+      expect(count("repos")).toBe(repos + 1);
+      expect(count("tags")).toBe(tags);
+      expect(count("advisories")).toBe(advisories);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("draws a progress bar on a terminal and refuses OSV input without a group", async () => {
     const r = await run([OSV_DIR], true);
     expect(r.stderr).toContain("importing [");

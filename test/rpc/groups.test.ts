@@ -70,7 +70,7 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
   });
 
   it("rejects invalid names with the spec's message and BadRequest, writing nothing", async () => {
-    for (const name of ["", "Upper", "has/slash", "a", "x".repeat(64), "emoji 🚀", "nul\u0000"]) {
+    for (const name of ["", "Upper", "has/slash", "a", "x".repeat(64), "emoji 🚀", "tab\u0009"]) {
       const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name } })));
       expectErrorInfo(err, Code.InvalidArgument, "INVALID_ARGUMENT");
       const bad = err.findDetails(BadRequestSchema)[0];
@@ -79,6 +79,10 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
     }
     const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "BAD" } })));
     expect(err.rawMessage).toBe('Invalid argument: name: name must match "^[a-z0-9 ._-]{1,}$"');
+    // A NUL is refused by the rule every write's strings follow (any field, its full path).
+    const nul = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "nul\u0000" } })));
+    expectErrorInfo(nul, Code.InvalidArgument, "INVALID_ARGUMENT");
+    expect(nul.rawMessage).toBe("Invalid argument: group.name: must not contain the NUL character (U+0000)");
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.description).toBe('name must match "^[a-z0-9 ._-]{1,}$"');
   });
 

@@ -44,6 +44,7 @@ import { bearerToken } from "../../auth/authenticate.js";
 import type { IdpVerifier } from "../../auth/idp-keys.js";
 import type { TokenIssuer } from "../../auth/tokens.js";
 import { tokenRejected } from "../../auth/tokens.js";
+import { checkNoNul } from "../validate.js";
 import {
   newRefreshToken,
   presentedRefreshToken,
@@ -183,6 +184,15 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
     if (!aud.includes(audience)) throw tokenRejected("TOKEN_INVALID", "the presented token was not issued for this server (aud)");
     const email = claims.email_verified === true && typeof claims.email === "string" ? claims.email : "";
     const name = typeof claims.name === "string" && claims.name !== "" ? claims.name : email || (claims.sub as string);
+    // The claims stored on the user identity follow the API's NUL rule (validate.ts checkNoNul):
+    // PostgreSQL text cannot hold U+0000, so such a token is refused on every engine alike.
+    const stored: [string, unknown][] = [
+      ["sub", claims.sub],
+      ["email", email],
+      ["name", name],
+    ];
+    const withNul = stored.find(([claim, value]) => typeof value === "string" && checkNoNul(claim, value) !== undefined);
+    if (withNul) throw tokenRejected("TOKEN_INVALID", `the presented token's ${withNul[0]} claim holds a NUL character (U+0000), which cannot be stored`);
     // Resolved before the user is created: a refused scope leaves the database as it was.
     const limits = await resolveLimits(userIdentityUid(iss, claims.sub as string), requested);
     const identity = await deps.identities.findOrCreateUser({ issuer: iss, subject: claims.sub as string, name: name.slice(0, 256), email }, deps.now());
