@@ -22,6 +22,11 @@ export interface TestApp {
   readonly token: string;
   /** Moves the server's clock (ms); starts at the real time. */
   advanceClock(ms: number): void;
+  /**
+   * Stops the server's clock where it is (advanceClock still moves it), for a test whose
+   * figures depend on how much time passed between two calls. Returns what lets it run again.
+   */
+  freezeClock(): () => void;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,7 @@ export type TestOverrides = Omit<AppOverrides, "now" | "limits">;
 export async function startTestApp(config: Partial<ServerConfig> = {}, limits: Partial<Limits> = {}, overrides: TestOverrides = {}): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
   let offset = 0;
+  let frozenAt: number | undefined;
   const app = await startApp(
     {
       host: "127.0.0.1",
@@ -48,7 +54,7 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
       logLevel: "silent",
       ...config,
     },
-    { log: pino({ level: "silent" }), ...(FAST_UNARY_OFF ? { fastUnary: false } : {}), ...overrides, now: () => Date.now() + offset, limits },
+    { log: pino({ level: "silent" }), ...(FAST_UNARY_OFF ? { fastUnary: false } : {}), ...overrides, now: () => (frozenAt ?? Date.now()) + offset, limits },
   );
   const token = await operatorToken(dataDir);
   setDefaultToken(app.url, token);
@@ -60,6 +66,17 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
     dbFile: databaseFile(dataDir),
     advanceClock(ms) {
       offset += ms;
+    },
+    freezeClock() {
+      const at = Date.now();
+      frozenAt = at;
+      return () => {
+        // Running again from where it stood, not jumping by the time it was stopped.
+        if (frozenAt === at) {
+          offset -= Date.now() - at;
+          frozenAt = undefined;
+        }
+      };
     },
     async close() {
       await app.close();
@@ -103,6 +120,7 @@ export function fileTestApp(config: Partial<ServerConfig> = {}, limits: Partial<
       return get().token;
     },
     advanceClock: (ms) => get().advanceClock(ms),
+    freezeClock: () => get().freezeClock(),
     close: () => get().close(),
   };
 }
