@@ -20,14 +20,11 @@ import {
   type IdentitiesRepository,
   type IdentityChanges,
   type IdentityListFilter,
-  type IdentityMetadataFields,
-  type IdentityRecord,
   RELATIONSHIP_TYPES,
-  type Relationship,
-  type StringMatch,
   userIdentityUid,
 } from "../identities.js";
 import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+import { identityRecordOf, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
@@ -56,7 +53,7 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
   return {
     async get(uid) {
       const [row] = await db.select().from(identities).where(eq(identities.uid, uid));
-      return row && toRecord(row);
+      return row && identityRecordOf(row);
     },
 
     async create(identity, now) {
@@ -77,13 +74,13 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
           updateTime: now,
         };
         await tx.insert(identities).values(row);
-        return toRecord(row);
+        return identityRecordOf(row);
       });
     },
 
     async update(uid, plan, now) {
       return writeTransaction(db, async (tx) => {
-        const existing = toRecord(await lockIdentity(tx, uid));
+        const existing = identityRecordOf(await lockIdentity(tx, uid));
         // The plan may read the grant view (its guard): run it until it has read what it needs.
         let changes: IdentityChanges = {};
         await runGuard(tx, (view: GrantView) => {
@@ -95,13 +92,13 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
           .set({ ...own, ...(relationship && relationshipColumns(relationship)), updateTime: now })
           .where(eq(identities.uid, uid));
         const [row] = await tx.select().from(identities).where(eq(identities.uid, uid));
-        return toRecord(row as IdentityRow);
+        return identityRecordOf(row as IdentityRow);
       });
     },
 
     async delete(uid, guard) {
       await writeTransaction(db, async (tx) => {
-        const existing = toRecord(await lockIdentity(tx, uid));
+        const existing = identityRecordOf(await lockIdentity(tx, uid));
         if (guard) await runGuard(tx, guard, existing);
         const bindings = await tx.select({ uid: roleBindings.uid }).from(roleBindings).where(eq(roleBindings.identityUid, uid));
         await requireOwnersRemain(
@@ -123,7 +120,7 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
         .orderBy(...ks.orderBy)
         .limit(page.limit)
         .offset(page.offset);
-      return rows.map(toRecord);
+      return rows.map(identityRecordOf);
     },
 
     async count(filter) {
@@ -134,10 +131,10 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
     async updateMetadata(uid, changes, now) {
       return writeTransaction(db, async (tx) => {
         const existing = await lockIdentity(tx, uid);
-        const metadata = { ...parseMetadata(existing.metadata), ...changes.metadata };
+        const metadata = { ...parseIdentityMetadata(existing.metadata), ...changes.metadata };
         const set = { metadata: JSON.stringify(metadata), ...(changes.company !== undefined && { company: changes.company }), updateTime: now };
         await tx.update(identities).set(set).where(eq(identities.uid, uid));
-        return toRecord({ ...existing, ...set });
+        return identityRecordOf({ ...existing, ...set });
       });
     },
 
@@ -166,11 +163,11 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
           updateTime: now,
         };
         const inserted = await tx.insert(identities).values(row).onConflictDoNothing({ target: identities.uid }).returning({ uid: identities.uid });
-        if (inserted.length > 0) return toRecord(row);
+        if (inserted.length > 0) return identityRecordOf(row);
         // Known already (or created by another replica a moment ago): only the last sighting moves.
         const [existing] = await tx.update(identities).set({ lastSeenTime: now }).where(eq(identities.uid, uid)).returning();
         if (!existing) throw notFound("identity", uid); // deleted between the two statements
-        return toRecord(existing);
+        return identityRecordOf(existing);
       });
     },
 
@@ -181,43 +178,4 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
       return touched.length > 0;
     },
   };
-}
-
-/**
- * The columns that hold a relationship, and a row as a record: the same mapping as the SQLite
- * repository's (the two row shapes are identical), so both engines store and answer alike.
- */
-function relationshipColumns(r: Relationship): Pick<IdentityRow, "relationshipType" | "relationship" | "claimIssuer" | "claimSubject"> {
-  const exact = (m: StringMatch | undefined) => (m !== undefined && "exact" in m ? m.exact : null);
-  return {
-    relationshipType: RELATIONSHIP_TYPES[r.kind],
-    relationship: JSON.stringify(r),
-    claimIssuer: r.kind === "static_keys" ? r.issuer : r.kind === "claim_match" ? exact(r.issuer) : null,
-    claimSubject: r.kind === "static_keys" ? r.subject : r.kind === "claim_match" ? exact(r.subject) : null,
-  };
-}
-
-function toRecord(row: IdentityRow): IdentityRecord {
-  // "{}" (the column default) is a user identity without a relationship.
-  const relationship = JSON.parse(row.relationship) as Partial<Relationship>;
-  return {
-    uid: row.uid,
-    parentUid: row.parentUid,
-    name: row.name,
-    description: row.description,
-    email: row.email,
-    emailUnverified: row.emailUnverified,
-    company: row.company,
-    metadata: parseMetadata(row.metadata),
-    ...(relationship.kind !== undefined && { relationship: relationship as Relationship }),
-    ...(row.lastSeenTime !== null && { lastSeenTime: row.lastSeenTime }),
-    createTime: row.createTime,
-    updateTime: row.updateTime,
-  };
-}
-
-/** The metadata column ("{}" by default): only string and boolean members are kept. */
-function parseMetadata(json: string): IdentityMetadataFields {
-  const parsed = JSON.parse(json) as Record<string, unknown>;
-  return Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === "string" || typeof v === "boolean")) as IdentityMetadataFields;
 }

@@ -17,16 +17,13 @@ import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
+import { identityRecordOf, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
 import { newUidp } from "../uidp.js";
 import {
   RELATIONSHIP_TYPES,
   userIdentityUid,
   IDENTITY_ORDERS,
-  type StringMatch,
   type ClaimMatchRelationship,
-  type Relationship,
-  type IdentityRecord,
-  type IdentityMetadataFields,
   type IdentityListFilter,
   type IdentitiesRepository,
 } from "../identities.js";
@@ -56,7 +53,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
   return {
     async get(uid) {
       const row = getStmt.get({ uid });
-      return row && toRecord(row);
+      return row && identityRecordOf(row);
     },
 
     async create(identity, now) {
@@ -77,7 +74,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
           updateTime: now,
         };
         tx.insert(identities).values(row).run();
-        return toRecord(row);
+        return identityRecordOf(row);
       });
     },
 
@@ -85,12 +82,12 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       return groupCommit(db, (tx) => {
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (!existing) throw notFound("identity", uid);
-        const { relationship, ...own } = plan(toRecord(existing), grantView(tx));
+        const { relationship, ...own } = plan(identityRecordOf(existing), grantView(tx));
         tx.update(identities)
           .set({ ...own, ...(relationship && relationshipColumns(relationship)), updateTime: now })
           .where(eq(identities.uid, uid))
           .run();
-        return toRecord(tx.select().from(identities).where(eq(identities.uid, uid)).get() as IdentityRow);
+        return identityRecordOf(tx.select().from(identities).where(eq(identities.uid, uid)).get() as IdentityRow);
       });
     },
 
@@ -98,7 +95,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       await groupCommit(db, (tx) => {
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (!existing) throw notFound("identity", uid);
-        guard?.(grantView(tx), toRecord(existing));
+        guard?.(grantView(tx), identityRecordOf(existing));
         const bindings = tx.select({ uid: roleBindings.uid }).from(roleBindings).where(eq(roleBindings.identityUid, uid)).all();
         requireOwnersRemain(
           tx,
@@ -111,7 +108,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
 
     async list(filter, page) {
       const rows = lists.page((bind) => where(filter, bind), identities[IDENTITY_ORDERS.fields[page.order]], page) as IdentityRow[];
-      return rows.map(toRecord);
+      return rows.map(identityRecordOf);
     },
 
     async count(filter) {
@@ -122,10 +119,10 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       return groupCommit(db, (tx) => {
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (!existing) throw notFound("identity", uid);
-        const metadata = { ...parseMetadata(existing.metadata), ...changes.metadata };
+        const metadata = { ...parseIdentityMetadata(existing.metadata), ...changes.metadata };
         const set = { metadata: JSON.stringify(metadata), ...(changes.company !== undefined && { company: changes.company }), updateTime: now };
         tx.update(identities).set(set).where(eq(identities.uid, uid)).run();
-        return toRecord({ ...existing, ...set });
+        return identityRecordOf({ ...existing, ...set });
       });
     },
 
@@ -135,7 +132,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
         const existing = tx.select().from(identities).where(eq(identities.uid, uid)).get();
         if (existing) {
           tx.update(identities).set({ lastSeenTime: now }).where(eq(identities.uid, uid)).run();
-          return toRecord({ ...existing, lastSeenTime: now });
+          return identityRecordOf({ ...existing, lastSeenTime: now });
         }
         const relationship: ClaimMatchRelationship = {
           kind: "claim_match",
@@ -159,7 +156,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
           updateTime: now,
         };
         tx.insert(identities).values(row).run();
-        return toRecord(row);
+        return identityRecordOf(row);
       });
     },
 
@@ -168,40 +165,4 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
       return groupCommit(db, () => touchStmt.run({ uid, now }).changes > 0);
     },
   };
-}
-
-/** The columns that hold a relationship. */
-function relationshipColumns(r: Relationship): Pick<IdentityRow, "relationshipType" | "relationship" | "claimIssuer" | "claimSubject"> {
-  const exact = (m: StringMatch | undefined) => (m !== undefined && "exact" in m ? m.exact : null);
-  return {
-    relationshipType: RELATIONSHIP_TYPES[r.kind],
-    relationship: JSON.stringify(r),
-    claimIssuer: r.kind === "static_keys" ? r.issuer : r.kind === "claim_match" ? exact(r.issuer) : null,
-    claimSubject: r.kind === "static_keys" ? r.subject : r.kind === "claim_match" ? exact(r.subject) : null,
-  };
-}
-
-function toRecord(row: IdentityRow): IdentityRecord {
-  // "{}" (the column default) is a user identity without a relationship.
-  const relationship = JSON.parse(row.relationship) as Partial<Relationship>;
-  return {
-    uid: row.uid,
-    parentUid: row.parentUid,
-    name: row.name,
-    description: row.description,
-    email: row.email,
-    emailUnverified: row.emailUnverified,
-    company: row.company,
-    metadata: parseMetadata(row.metadata),
-    ...(relationship.kind !== undefined && { relationship: relationship as Relationship }),
-    ...(row.lastSeenTime !== null && { lastSeenTime: row.lastSeenTime }),
-    createTime: row.createTime,
-    updateTime: row.updateTime,
-  };
-}
-
-/** The metadata column ("{}" by default): only string and boolean members are kept. */
-function parseMetadata(json: string): IdentityMetadataFields {
-  const parsed = JSON.parse(json) as Record<string, unknown>;
-  return Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === "string" || typeof v === "boolean")) as IdentityMetadataFields;
 }
