@@ -11,45 +11,15 @@
  * door (gRPC, gRPC-web, Connect JSON and proto, REST), expecting INVALID_ARGUMENT with that
  * field's path in the BadRequest details and the database unchanged.
  */
-import { readdirSync } from "node:fs";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
-import {
-  type DescField,
-  type DescMessage,
-  type DescMethodUnary,
-  type DescService,
-  fromJson,
-  type JsonObject,
-  type JsonValue,
-  ScalarType,
-} from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, type DescMethodUnary, fromJson, type JsonObject, type JsonValue, ScalarType } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRouteTable } from "../../src/transcode/route-table.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { callDoors } from "../support/call-method.js";
 import { snapshotDb } from "../support/db.js";
+import { declaredServices } from "../support/declared-services.js";
 import { closeGrpcClients, Code } from "../support/transports.js";
-
-async function declaredServices(): Promise<DescService[]> {
-  const files = ["gen/chainguard", "gen/trellis"].flatMap((dir) => {
-    const root = path.resolve(dir);
-    return (readdirSync(root, { recursive: true }) as string[])
-      .filter((f) => f.endsWith("_pb.ts"))
-      .sort()
-      .map((f) => path.join(root, f));
-  });
-  const services: DescService[] = [];
-  for (const file of files) {
-    const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-    for (const value of Object.values(mod)) {
-      const desc = value as { kind?: string; services?: DescService[] } | undefined;
-      if (desc?.kind === "file") services.push(...(desc.services ?? []));
-    }
-  }
-  return services;
-}
 
 const DECLARED = await declaredServices();
 const routeTable = createRouteTable(DECLARED);

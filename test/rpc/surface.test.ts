@@ -18,11 +18,9 @@
  *   after authentication and authorization, like any method.
  */
 import { execFile } from "node:child_process";
-import { readdirSync } from "node:fs";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { type DescField, type DescMethodUnary, type DescService, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { type DescField, type DescMethodUnary, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
@@ -36,33 +34,11 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken } from "../support/auth.js";
 import { type CallOutcome, callDoors } from "../support/call-method.js";
 import { rest } from "../support/rest.js";
+import { declaredServices } from "../support/declared-services.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
 const run = promisify(execFile);
 const BUF = path.resolve("node_modules/.bin/buf");
-
-/**
- * Every service declared under proto/chainguard (the published surface) and proto/trellis
- * (Trellis's own additions), from its generated file descriptor.
- */
-async function declaredServices(): Promise<DescService[]> {
-  const files = ["gen/chainguard", "gen/trellis"].flatMap((dir) => {
-    const root = path.resolve(dir);
-    return (readdirSync(root, { recursive: true }) as string[])
-      .filter((f) => f.endsWith("_pb.ts"))
-      .sort()
-      .map((f) => path.join(root, f));
-  });
-  const services: DescService[] = [];
-  for (const file of files) {
-    const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-    for (const value of Object.values(mod)) {
-      const desc = value as { kind?: string; services?: DescService[] } | undefined;
-      if (desc?.kind === "file") services.push(...(desc.services ?? []));
-    }
-  }
-  return services;
-}
 
 const DECLARED = await declaredServices();
 const METHODS = DECLARED.flatMap((s) => s.methods.filter((m) => m.methodKind === "unary") as DescMethodUnary[]);
