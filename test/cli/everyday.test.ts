@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliRunner, cliRunner, jsonOut, runOk } from "../support/cli.js";
 import { rest } from "../support/rest.js";
+import { selfSignedCert } from "../support/tls.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -127,31 +128,7 @@ describe("network and TLS failures", () => {
 
   it("TLS: an untrusted certificate is UNAVAILABLE naming --ca-cert; with --ca-cert the call works; https to a plain port is a plain handshake failure", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-ca-"));
-    const certFile = path.join(dir, "cert.pem");
-    const keyFile = path.join(dir, "key.pem");
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      ],
-      { stdio: "ignore", timeout: 15_000 },
-    );
+    const { certFile, keyFile } = selfSignedCert(dir);
     const tls = await startTestApp({ tls: { certFile, keyFile } });
     const quick = { TRELLIS_RETRY_DELAY_MS: "1", TRELLIS_TOKEN: tls.token };
     try {

@@ -1,5 +1,4 @@
 /** Graceful close of the listener, and TLS with ALPN on the same port. */
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import https from "node:https";
 import http2 from "node:http2";
@@ -9,6 +8,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { listen } from "../../src/server/listener.js";
 import { startTestApp } from "../support/app.js";
+import { selfSignedCert } from "../support/tls.js";
 
 describe("graceful close", () => {
   it("finishes in-flight requests, then refuses new connections", async () => {
@@ -56,31 +56,7 @@ describe("TLS", () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it("serves HTTP/1.1 and HTTP/2 (ALPN) on one TLS port", async () => {
-    const certFile = path.join(dir, "cert.pem");
-    const keyFile = path.join(dir, "key.pem");
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
+    const { certFile, keyFile } = selfSignedCert(dir);
     const ca = fs.readFileSync(certFile);
     const t = await startTestApp({ tls: { certFile, keyFile } });
     try {
@@ -121,33 +97,7 @@ describe("TLS", () => {
   });
 
   it("closes a TLS connection that never finishes its handshake, and one over its peer's cap at once", async () => {
-    const certFile = path.join(dir, "cert.pem");
-    const keyFile = path.join(dir, "key.pem");
-    if (!fs.existsSync(certFile)) {
-      execFileSync(
-        "openssl",
-        [
-          "req",
-          "-x509",
-          "-newkey",
-          "ec",
-          "-pkeyopt",
-          "ec_paramgen_curve:prime256v1",
-          "-nodes",
-          "-keyout",
-          keyFile,
-          "-out",
-          certFile,
-          "-days",
-          "1",
-          "-subj",
-          "/CN=localhost",
-          "-addext",
-          "subjectAltName=IP:127.0.0.1",
-        ],
-        { stdio: "ignore" },
-      );
-    }
+    const { certFile, keyFile } = selfSignedCert(dir);
     // The first-bytes bound is short and the idle one far away.
     const t = await startTestApp({ tls: { certFile, keyFile } }, { firstBytesTimeoutMs: 100, http2IdleMs: 60_000, maxConnectionsPerPeer: 1 });
     try {
