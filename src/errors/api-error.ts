@@ -183,6 +183,11 @@ export function resourceExhausted(description: string, init: ApiErrorInit = {}):
   return new ApiError(GrpcCode.ResourceExhausted, `Resource exhausted: ${description}`, init);
 }
 
+/** ABORTED: a concurrency conflict; the write did not commit and the client may send it again. */
+export function aborted(description: string, init: ApiErrorInit = {}): ApiError {
+  return new ApiError(GrpcCode.Aborted, `Aborted: ${description}`, init);
+}
+
 /** UNAVAILABLE: retryable; the write certainly did not commit. */
 export function unavailable(description: string, init: ApiErrorInit = {}): ApiError {
   return new ApiError(GrpcCode.Unavailable, `Unavailable: ${description}`, init);

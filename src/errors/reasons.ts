@@ -54,6 +54,7 @@ export const SPECIFIC_REASONS = [
   "STORAGE_BUSY",
   "STORAGE_FULL",
   "STORAGE_UNAVAILABLE",
+  "STORAGE_CONFLICT", // ABORTED: lost to a concurrent write even after retries; send it again
 ] as const;
 
 export type CodeReason = (typeof CODE_REASONS)[number];

@@ -11,10 +11,12 @@
  * - full: no room left on the storage;
  * - unavailable: the storage cannot be reached or written (I/O error, read-only, cannot open);
  * - corrupt: the stored data is damaged;
+ * - conflict: the write ran into a concurrent one (a serialization failure or a deadlock) and
+ *   still did after the engine's own retries; nothing was written, the request may be sent again;
  * - unique / foreign-key: a constraint refused the write (a bug or a race the code did not
  *   expect: the repositories check these first and answer with their own errors).
  */
-export type StorageFailureKind = "busy" | "full" | "unavailable" | "corrupt" | "unique" | "foreign-key";
+export type StorageFailureKind = "busy" | "full" | "unavailable" | "corrupt" | "conflict" | "unique" | "foreign-key";
 
 /** A storage failure an engine raised on purpose, with its kind. */
 export class StorageError extends Error {

@@ -11,7 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { storageFailureOf } from "./storage-error.js";
-import { ApiError, CODE_NAMES, internal, unavailable } from "./api-error.js";
+import { ApiError, aborted, CODE_NAMES, internal, unavailable } from "./api-error.js";
 import type { Reason } from "./reasons.js";
 
 type OutgoingDetail = ConstructorParameters<typeof ConnectError>[3] extends (infer D)[] | undefined ? D : never;
@@ -52,10 +52,15 @@ export function toConnectError(err: unknown, domain: string): ConvertedError {
  * lock past the bound, a full disk, an I/O error, a read-only file (the kinds come from the
  * store, src/errors/storage-error.ts, whatever the engine). The client may retry later, so
  * UNAVAILABLE (503) with a reason naming the condition; nothing was written (the transaction
- * rolled back). Other storage failures stay INTERNAL.
+ * rolled back). A write that lost to a concurrent one, even after the engine's retries, is
+ * ABORTED (STORAGE_CONFLICT), the code the API uses for a concurrency conflict: the same
+ * request may simply be sent again. Other storage failures stay INTERNAL.
  */
 function storageFailure(err: unknown): ApiError | undefined {
   const kind = storageFailureOf(err);
+  if (kind === "conflict") {
+    return aborted("the write conflicted with a concurrent one; nothing was changed, send it again", { reason: "STORAGE_CONFLICT" });
+  }
   const [reason, what]: [Reason, string] | [undefined, undefined] =
     kind === "busy"
       ? ["STORAGE_BUSY", "the database is busy"]

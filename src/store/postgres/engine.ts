@@ -12,7 +12,7 @@
  *   unavailable (connection lost, server shutting down)  → "unavailable"
  *   exhausted (pool acquire timeout, too many clients)    → "busy"
  *   conflict (serialization failure or deadlock left
- *             after writeTransaction's retries)           → "busy"
+ *             after writeTransaction's retries)           → "conflict" (ABORTED for the caller)
  *   unique / foreign_key                                  → "unique" / "foreign-key"
  * The health readings follow those outcomes: a call that fails "unavailable" or "busy" marks
  * the database not writable until a call or a probe succeeds again.
@@ -52,7 +52,7 @@ export const UNPORTED_REPOSITORIES = [
 const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
   unavailable: "unavailable",
   exhausted: "busy",
-  conflict: "busy",
+  conflict: "conflict",
   unique: "unique",
   foreign_key: "foreign-key",
 };
