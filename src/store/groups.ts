@@ -21,6 +21,24 @@ export type GroupRecord = {
 };
 
 /** The orders a groups list takes (orders.ts). */
+/**
+ * What blocks deleting a group, checked in this order by every engine; the kind names the
+ * child in the error (`cannot delete group with child <kind>`, docs/published-api.md
+ * "Errors", whose example is the repos row). `table` and `column` name the schema's table
+ * export and its column that points at the group. Role bindings at the group are not in the
+ * list: they are about the group, not in it, and go with it.
+ */
+export const GROUP_CHILD_KINDS = [
+  { kind: "groups", table: "groups", column: "parentUid" },
+  { kind: "repos", table: "repos", column: "parentUid" },
+  { kind: "advisories", table: "advisories", column: "parentUid" },
+  { kind: "identities", table: "identities", column: "parentUid" },
+  { kind: "roles", table: "roles", column: "parentUid" },
+  { kind: "identity providers", table: "identityProviders", column: "parentUid" },
+  { kind: "group invites", table: "groupInvites", column: "parentUid" },
+  { kind: "account associations", table: "accountAssociations", column: "uid" },
+] as const;
+
 export const GROUP_ORDERS = defineOrders<GroupRecord>()({ uid: "uid", name: "name", create_time: "createTime", update_time: "updateTime" });
 export type GroupOrder = (typeof GROUP_ORDERS.keys)[number];
 

@@ -151,15 +151,15 @@ export interface IdentitiesRepository {
    */
   touchLastSeen(uid: string, now: number): Promise<boolean>;
   /**
-   * The user identity (a root) of the person behind (issuer, subject), created on first use
-   * with an exact claim match; its uid is `userIdentityUid(issuer, subject)`, so the same
-   * person always gets the same identity. Sets last_seen_time. One transaction.
-   */
-  /**
    * Sets the identity's own metadata (company, and the given metadata fields over the
    * stored ones) and bumps update_time, in one transaction. @throws NOT_FOUND.
    */
   updateMetadata(uid: string, changes: IdentityMetadataChanges, now: number): Promise<IdentityRecord>;
+  /**
+   * The user identity (a root) of the person behind (issuer, subject), created on first use
+   * with an exact claim match; its uid is `userIdentityUid(issuer, subject)`, so the same
+   * person always gets the same identity. Sets last_seen_time. One transaction.
+   */
   findOrCreateUser(
     user: { readonly issuer: string; readonly subject: string; readonly name: string; readonly email: string },
     now: number,

@@ -4,7 +4,15 @@
  * them), the metadata as JSON. Each engine's repository reads and writes its own table through
  * these, so the layout cannot drift between engines.
  */
-import { type IdentityMetadataFields, type IdentityRecord, RELATIONSHIP_TYPES, type Relationship, type StringMatch } from "./identities.js";
+import {
+  type ClaimMatchRelationship,
+  type IdentityMetadataFields,
+  type IdentityRecord,
+  RELATIONSHIP_TYPES,
+  type Relationship,
+  type StringMatch,
+  userIdentityUid,
+} from "./identities.js";
 
 /** An identity row as every engine's table returns it. */
 export interface StoredIdentityRow {
@@ -61,4 +69,29 @@ export function identityRecordOf(row: StoredIdentityRow): IdentityRecord {
 export function parseIdentityMetadata(json: string): IdentityMetadataFields {
   const parsed = JSON.parse(json) as Record<string, unknown>;
   return Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === "string" || typeof v === "boolean")) as IdentityMetadataFields;
+}
+
+/** The row of a person's user identity at first sign-in: a root, matched exactly by its issuer and subject. */
+export function newUserIdentityRow(user: { readonly issuer: string; readonly subject: string; readonly name: string; readonly email: string }, now: number) {
+  const relationship: ClaimMatchRelationship = {
+    kind: "claim_match",
+    issuer: { exact: user.issuer },
+    subject: { exact: user.subject },
+    claims: {},
+    claimPatterns: {},
+  };
+  return {
+    uid: userIdentityUid(user.issuer, user.subject),
+    parentUid: null,
+    name: user.name,
+    description: "",
+    email: user.email,
+    emailUnverified: "",
+    company: "",
+    metadata: "{}",
+    ...relationshipColumns(relationship),
+    lastSeenTime: now,
+    createTime: now,
+    updateTime: now,
+  };
 }

@@ -25,23 +25,15 @@
  */
 import { and, asc, count, eq, isNull, or, type SQL } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { failedPrecondition, notFound, permissionDenied } from "../../errors/api-error.js";
 import { builtInRoleUid } from "../builtin-roles.js";
-import type { GroupOrder, GroupRecord, GroupsRepository, GroupListFilter } from "../groups.js";
+import { GROUP_CHILD_KINDS, type GroupListFilter, type GroupOrder, type GroupRecord, type GroupsRepository } from "../groups.js";
 import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp, rootOf } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
 import { accountAssociations, advisories, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
-
-/**
- * The shared filter and keyset builders (list-query.ts) are typed with SQLite columns, but
- * use only drizzle's dialect-neutral operators, which build the same SQL for a PostgreSQL
- * column; this is the one place that says so.
- */
-const shared = (column: PgColumn) => column as unknown as SQLiteColumn;
 
 const ORDER_COLUMNS: Record<GroupOrder, PgColumn> = {
   uid: groups.uid,
@@ -50,17 +42,13 @@ const ORDER_COLUMNS: Record<GroupOrder, PgColumn> = {
   update_time: groups.updateTime,
 };
 
-/** What blocks a delete, in SQLite's order (the first found names the error). */
-const CHILD_KINDS: readonly { kind: string; table: PgTable; column: PgColumn }[] = [
-  { kind: "groups", table: groups, column: groups.parentUid },
-  { kind: "repos", table: repos, column: repos.parentUid },
-  { kind: "advisories", table: advisories, column: advisories.parentUid },
-  { kind: "identities", table: identities, column: identities.parentUid },
-  { kind: "roles", table: roles, column: roles.parentUid },
-  { kind: "identity providers", table: identityProviders, column: identityProviders.parentUid },
-  { kind: "group invites", table: groupInvites, column: groupInvites.parentUid },
-  { kind: "account associations", table: accountAssociations, column: accountAssociations.uid },
-];
+/** GROUP_CHILD_KINDS over this engine's tables (what blocks a delete, in the order checked). */
+const CHILD_TABLES = { groups, repos, advisories, identities, roles, identityProviders, groupInvites, accountAssociations };
+const CHILD_KINDS: readonly { kind: string; table: PgTable; column: PgColumn }[] = GROUP_CHILD_KINDS.map((c) => ({
+  kind: c.kind,
+  table: CHILD_TABLES[c.table],
+  column: (CHILD_TABLES[c.table] as unknown as Record<string, PgColumn>)[c.column] as PgColumn,
+}));
 
 /** The group row, locked for the rest of `tx` (`share`: against changes; else exclusively). */
 async function lockGroup(tx: Tx, uid: string, mode: "share" | "update"): Promise<GroupRecord | undefined> {
@@ -78,9 +66,9 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
     // An empty `within` matches nothing: no query at all.
     if (f.within !== undefined && f.within.length === 0) return null;
     return allOf([
-      ...uidpConditions(shared(groups.uid), shared(groups.parentUid), f.uidp),
+      ...uidpConditions(groups.uid, groups.parentUid, f.uidp),
       f.name !== undefined ? eq(groups.name, f.name) : undefined,
-      withinConditions(shared(groups.uid), f.within),
+      withinConditions(groups.uid, f.within),
     ]);
   };
 
@@ -154,7 +142,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
           await tx
             .update(groups)
             .set({ kind })
-            .where(or(eq(groups.uid, uid), allOf(uidpConditions(shared(groups.uid), shared(groups.parentUid), { descendantsOf: uid }))));
+            .where(or(eq(groups.uid, uid), allOf(uidpConditions(groups.uid, groups.parentUid, { descendantsOf: uid }))));
         }
         const [row] = await tx.select().from(groups).where(eq(groups.uid, uid));
         return row as GroupRecord;
@@ -191,7 +179,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
       const condition = where(filter);
       if (condition === null) return [];
       const column = ORDER_COLUMNS[page.order];
-      const ks = keysetClauses(shared(column), shared(groups.uid), page, column === groups.uid);
+      const ks = keysetClauses(column, groups.uid, page, column === groups.uid);
       return db
         .select()
         .from(groups)

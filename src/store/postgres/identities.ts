@@ -15,7 +15,6 @@ import { count, eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import type { GrantView } from "../grant-view.js";
 import {
-  type ClaimMatchRelationship,
   IDENTITY_ORDERS,
   type IdentitiesRepository,
   type IdentityChanges,
@@ -24,7 +23,7 @@ import {
   userIdentityUid,
 } from "../identities.js";
 import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
-import { identityRecordOf, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
+import { identityRecordOf, newUserIdentityRow, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
@@ -141,27 +140,7 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
     async findOrCreateUser(user, now) {
       return writeTransaction(db, async (tx) => {
         const uid = userIdentityUid(user.issuer, user.subject);
-        const relationship: ClaimMatchRelationship = {
-          kind: "claim_match",
-          issuer: { exact: user.issuer },
-          subject: { exact: user.subject },
-          claims: {},
-          claimPatterns: {},
-        };
-        const row: IdentityRow = {
-          uid,
-          parentUid: null,
-          name: user.name,
-          description: "",
-          email: user.email,
-          emailUnverified: "",
-          company: "",
-          metadata: "{}",
-          ...relationshipColumns(relationship),
-          lastSeenTime: now,
-          createTime: now,
-          updateTime: now,
-        };
+        const row: IdentityRow = newUserIdentityRow(user, now);
         const inserted = await tx.insert(identities).values(row).onConflictDoNothing({ target: identities.uid }).returning({ uid: identities.uid });
         if (inserted.length > 0) return identityRecordOf(row);
         // Known already (or created by another replica a moment ago): only the last sighting moves.

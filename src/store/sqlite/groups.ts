@@ -15,24 +15,15 @@ import { allOf, type Bind, preparedLists, preparedSelect, uidpConditions, within
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { accountAssociations, advisories, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
 import { newUidp, rootOf } from "../uidp.js";
-import { GROUP_ORDERS, type GroupRecord, type GroupListFilter, type GroupsRepository } from "../groups.js";
+import { GROUP_CHILD_KINDS, GROUP_ORDERS, type GroupRecord, type GroupListFilter, type GroupsRepository } from "../groups.js";
 
-/**
- * What blocks deleting a group, checked in this order; the kind names the child in the
- * error (`cannot delete group with child <kind>`, docs/published-api.md "Errors", whose example is the repos row).
- * Role bindings at the group are not in the list: they are about the group, not in it, and go
- * with it (delete below).
- */
-const CHILD_KINDS: readonly { kind: string; table: SQLiteTable; column: SQLiteColumn }[] = [
-  { kind: "groups", table: groups, column: groups.parentUid },
-  { kind: "repos", table: repos, column: repos.parentUid },
-  { kind: "advisories", table: advisories, column: advisories.parentUid },
-  { kind: "identities", table: identities, column: identities.parentUid },
-  { kind: "roles", table: roles, column: roles.parentUid },
-  { kind: "identity providers", table: identityProviders, column: identityProviders.parentUid },
-  { kind: "group invites", table: groupInvites, column: groupInvites.parentUid },
-  { kind: "account associations", table: accountAssociations, column: accountAssociations.uid },
-];
+/** GROUP_CHILD_KINDS over this engine's tables (what blocks a delete, in the order checked). */
+const CHILD_TABLES = { groups, repos, advisories, identities, roles, identityProviders, groupInvites, accountAssociations };
+const CHILD_KINDS: readonly { kind: string; table: SQLiteTable; column: SQLiteColumn }[] = GROUP_CHILD_KINDS.map((c) => ({
+  kind: c.kind,
+  table: CHILD_TABLES[c.table],
+  column: (CHILD_TABLES[c.table] as unknown as Record<string, SQLiteColumn>)[c.column] as SQLiteColumn,
+}));
 
 function hasChild(db: Db, child: (typeof CHILD_KINDS)[number], uid: string): boolean {
   return db.select({ one: sql`1` }).from(child.table).where(eq(child.column, uid)).limit(1).all().length > 0;

@@ -17,16 +17,9 @@ import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
 import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { identities, type IdentityRow, roleBindings } from "./schema.js";
-import { identityRecordOf, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
+import { identityRecordOf, newUserIdentityRow, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
 import { newUidp } from "../uidp.js";
-import {
-  RELATIONSHIP_TYPES,
-  userIdentityUid,
-  IDENTITY_ORDERS,
-  type ClaimMatchRelationship,
-  type IdentityListFilter,
-  type IdentitiesRepository,
-} from "../identities.js";
+import { RELATIONSHIP_TYPES, userIdentityUid, IDENTITY_ORDERS, type IdentityListFilter, type IdentitiesRepository } from "../identities.js";
 
 export function createIdentitiesRepository(db: Db): IdentitiesRepository {
   const getStmt = db
@@ -134,27 +127,7 @@ export function createIdentitiesRepository(db: Db): IdentitiesRepository {
           tx.update(identities).set({ lastSeenTime: now }).where(eq(identities.uid, uid)).run();
           return identityRecordOf({ ...existing, lastSeenTime: now });
         }
-        const relationship: ClaimMatchRelationship = {
-          kind: "claim_match",
-          issuer: { exact: user.issuer },
-          subject: { exact: user.subject },
-          claims: {},
-          claimPatterns: {},
-        };
-        const row: IdentityRow = {
-          uid,
-          parentUid: null,
-          name: user.name,
-          description: "",
-          email: user.email,
-          emailUnverified: "",
-          company: "",
-          metadata: "{}",
-          ...relationshipColumns(relationship),
-          lastSeenTime: now,
-          createTime: now,
-          updateTime: now,
-        };
+        const row: IdentityRow = newUserIdentityRow(user, now);
         tx.insert(identities).values(row).run();
         return identityRecordOf(row);
       });
