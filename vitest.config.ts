@@ -1,5 +1,18 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
+/** The files the `on-postgres` project runs (each also runs on SQLite in `all`). */
+const POSTGRES_MATRIX = [
+  "test/store/account-associations.test.ts",
+  "test/store/advisories.test.ts",
+  "test/store/group-invites.test.ts",
+  "test/store/groups-list.test.ts",
+  "test/store/identities.test.ts",
+  "test/store/list-statements.property.test.ts",
+  "test/store/registry-lists.test.ts",
+  "test/store/role-bindings.test.ts",
+  "test/store/roles.test.ts",
+];
+
 export default defineConfig({
   test: {
     // Servers start on port 0 with a fresh data dir per file; keep files parallel but bounded
@@ -26,6 +39,17 @@ export default defineConfig({
       {
         extends: true,
         test: { name: "postgres", include: ["test/postgres/**/*.test.ts"], globalSetup: ["test/support/postgres-cluster.ts"] },
+      },
+      // The suites that hold every engine to one behaviour, run again on PostgreSQL: the
+      // repository suites (test/support/engines.ts picks the engine from TRELLIS_TEST_ENGINE).
+      {
+        extends: true,
+        test: {
+          name: "on-postgres",
+          include: POSTGRES_MATRIX,
+          env: { TRELLIS_TEST_ENGINE: "postgres" },
+          globalSetup: ["test/support/postgres-cluster.ts"],
+        },
       },
     ],
   },

@@ -9,7 +9,9 @@ import os from "node:os";
 import path from "node:path";
 import type { StoreEngine } from "../../src/store/engine.js";
 import { openStore } from "../../src/store/open.js";
+import { openPostgresEngine } from "../../src/store/postgres/engine.js";
 import { withFreshStatements } from "../../src/store/sqlite/list-query.js";
+import { dropPostgresDatabase, newPostgresDatabase, TEST_ENGINE } from "./postgres.js";
 
 /** One engine under test, named in the test titles. */
 export interface EngineUnderTest {
@@ -47,4 +49,26 @@ const sqlite: EngineUnderTest = {
   uncached: withFreshStatements,
 };
 
-export const ENGINES: readonly EngineUnderTest[] = [sqlite];
+const postgres: EngineUnderTest = {
+  name: "postgres",
+  async open(now) {
+    const { url, name } = await newPostgresDatabase("engine");
+    const engine = await openPostgresEngine(url, { poolSize: 4 });
+    await engine.ensureBuiltInRoles(now);
+    return {
+      engine,
+      async close() {
+        await engine.closeAndWait();
+        await dropPostgresDatabase(name);
+      },
+    };
+  },
+  // Nothing is cached on PostgreSQL: every List and count is a fresh query.
+  uncached: (call) => call(),
+};
+
+/**
+ * The engine of this run: SQLite everywhere, PostgreSQL in the vitest project that sets
+ * TRELLIS_TEST_ENGINE=postgres (vitest.config.ts), which runs these same files again there.
+ */
+export const ENGINES: readonly EngineUnderTest[] = TEST_ENGINE === "postgres" ? [postgres] : [sqlite];

@@ -18,8 +18,16 @@ export function postgresClusterUrl(): string | null {
   return url;
 }
 
+/**
+ * The storage engine this test run is for: "postgres" in the vitest project that runs the
+ * repository and protocol suites again on PostgreSQL (vitest.config.ts), else "sqlite".
+ */
+export const TEST_ENGINE: "sqlite" | "postgres" = process.env.TRELLIS_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
+
 /** `describe`, skipped (visibly, as skipped tests) only where the cluster could not exist. */
-export const describePostgres: typeof describe = (postgresClusterUrl() === null ? describe.skip : describe) as typeof describe;
+export const describePostgres = ((...args: Parameters<typeof describe>) =>
+  // Decided when called, not when this module loads: files of every project import it.
+  (postgresClusterUrl() === null ? describe.skip : describe)(...args)) as typeof describe;
 
 /** `url` with its database replaced by `database`. */
 export function withDatabase(url: string, database: string): string {
@@ -28,11 +36,8 @@ export function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
-/**
- * Creates an empty database for the calling file and returns its URL; it is dropped after the
- * file's tests. Call it in `beforeAll`.
- */
-export async function freshPostgresDatabase(label = "t"): Promise<string> {
+/** A fresh empty database on the run's cluster, named after `label`; drop it with dropPostgresDatabase. */
+export async function newPostgresDatabase(label = "t"): Promise<{ url: string; name: string }> {
   const cluster = postgresClusterUrl();
   if (cluster === null) throw new Error("no PostgreSQL cluster in this run (see test/support/postgres-cluster.ts)");
   const name = `trellis_${label
@@ -40,10 +45,24 @@ export async function freshPostgresDatabase(label = "t"): Promise<string> {
     .toLowerCase()
     .slice(0, 30)}_${randomBytes(6).toString("hex")}`;
   await adminQuery(cluster, `CREATE DATABASE ${name}`);
-  afterAll(async () => {
-    await adminQuery(cluster, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  });
-  return withDatabase(cluster, name);
+  return { url: withDatabase(cluster, name), name };
+}
+
+/** Drops a database newPostgresDatabase made (connections still on it are ended). */
+export async function dropPostgresDatabase(name: string): Promise<void> {
+  const cluster = postgresClusterUrl();
+  if (cluster === null) return;
+  await adminQuery(cluster, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
+/**
+ * Creates an empty database for the calling file and returns its URL; it is dropped after the
+ * file's tests. Call it in `beforeAll`.
+ */
+export async function freshPostgresDatabase(label = "t"): Promise<string> {
+  const { url, name } = await newPostgresDatabase(label);
+  afterAll(() => dropPostgresDatabase(name));
+  return url;
 }
 
 /** One statement on the cluster's `postgres` database, on a connection of its own. */
