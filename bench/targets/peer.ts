@@ -29,7 +29,7 @@ type Unary = (request: unknown, context: HandlerContext) => unknown;
 export async function startPeer(dataDir: string, log: Logger, issuerUrl: string | undefined): Promise<string> {
   // Trellis holds the data-dir lock; the peer uses the same database without it (WAL allows
   // concurrent readers), as the local tools do.
-  const store = openStore({ dataDir, access: "beside" });
+  const store = await openStore({ dataDir, access: "beside" });
   const ctx = await createServiceContext(store, Date.now);
   let beforeCall: BeforeCallHook[] = [];
   if (issuerUrl !== undefined) {

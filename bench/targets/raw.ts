@@ -92,7 +92,7 @@ function required(v: string | undefined): string {
  * Read-only on the server's database: the keys are loaded, nothing is written.
  */
 async function authHooks(seconds: number, config: HostConfig): Promise<RawResult> {
-  const opened = openStore({ dataDir: required(config.dataDir), access: "read-only" });
+  const opened = await openStore({ dataDir: required(config.dataDir), access: "read-only" });
   try {
     const keys = await loadSigningKeys(opened.serverValues);
     if (!keys) throw new Error("the server has no signing keys yet");
@@ -127,6 +127,6 @@ async function authHooks(seconds: number, config: HostConfig): Promise<RawResult
     const cpu = process.cpuUsage(cpu0);
     return { ops, seconds: (performance.now() - t0) / 1000, cpuUs: cpu.user + cpu.system };
   } finally {
-    opened.close();
+    await opened.close();
   }
 }

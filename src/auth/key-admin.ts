@@ -12,7 +12,7 @@
  */
 import { describePageKeys, PAGE_KEYS_NAME, rotatePageKey, type PageKeyInfo } from "../pagination/page-keys.js";
 import type { StoreEngine } from "../store/engine.js";
-import { openStore, storeExists, storeLocation, TOOL_LOCK_WAIT_MS } from "../store/open.js";
+import { openStore, storeExists, storeFlag, storeLocation, type StoreTarget, TOOL_LOCK_WAIT_MS } from "../store/open.js";
 import { storageFailureOf } from "../errors/storage-error.js";
 import type { Revocation } from "../store/token-revocations.js";
 import { loadSigningKeys, rotateSigningKey, SIGNING_KEYS_NAME } from "./signing-keys.js";
@@ -39,31 +39,31 @@ export interface RotateOptions {
   readonly dropPrevious?: boolean;
 }
 
-/** Opens the data directory's store for a short operator write; `fn` runs with it. */
-async function withStore<T>(dataDir: string, fn: (store: StoreEngine) => Promise<T>): Promise<T> {
-  if (!storeExists(dataDir)) throw new Error(`no Trellis database at ${storeLocation(dataDir)}; start the server once with --data ${dataDir}`);
+/** Opens the store for a short operator write; `fn` runs with it. */
+async function withStore<T>(target: StoreTarget, fn: (store: StoreEngine) => Promise<T>): Promise<T> {
+  if (!storeExists(target)) throw new Error(`no Trellis database at ${storeLocation(target)}; start the server once with ${storeFlag(target)}`);
   let store: StoreEngine;
   try {
-    store = openStore({ dataDir, access: "beside" });
+    store = await openStore({ ...target, access: "beside" });
   } catch (err) {
-    throw busyOr(err, dataDir);
+    throw busyOr(err, target);
   }
   try {
     if ((await store.serverValues.read(SIGNING_KEYS_NAME)) === undefined) {
-      throw new Error(`the server has not started on ${dataDir} yet, so there are no keys; start it once`);
+      throw new Error(`the server has not started on ${storeLocation(target)} yet, so there are no keys; start it once`);
     }
     return await fn(store);
   } catch (err) {
-    throw busyOr(err, dataDir);
+    throw busyOr(err, target);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
-function busyOr(err: unknown, dataDir: string): unknown {
+function busyOr(err: unknown, target: StoreTarget): unknown {
   if (storageFailureOf(err) === "busy") {
     return new Error(
-      `cannot take the write lock on the database in ${dataDir}: another process is writing to it (still busy after ${TOOL_LOCK_WAIT_MS} ms). Nothing was changed; try again.`,
+      `cannot take the write lock on the database at ${storeLocation(target)}: another process is writing to it (still busy after ${TOOL_LOCK_WAIT_MS} ms). Nothing was changed; try again.`,
     );
   }
   return err;
@@ -92,15 +92,15 @@ async function describeAll(store: StoreEngine, now: number): Promise<KeyInfo[]> 
   return [...signing, ...page];
 }
 
-/** The keys of the data directory, newest first per use. */
-export function listKeys(dataDir: string, now: number = Date.now()): Promise<KeyInfo[]> {
-  return withStore(dataDir, (store) => describeAll(store, now));
+/** The keys of the store, newest first per use. */
+export function listKeys(target: StoreTarget, now: number = Date.now()): Promise<KeyInfo[]> {
+  return withStore(target, (store) => describeAll(store, now));
 }
 
 /** Rotates the signing key and/or the page-token key; returns the keys afterwards. */
-export function rotateKeys(dataDir: string, options: RotateOptions = {}, now: number = Date.now()): Promise<KeyInfo[]> {
+export function rotateKeys(target: StoreTarget, options: RotateOptions = {}, now: number = Date.now()): Promise<KeyInfo[]> {
   const which = options.which ?? "all";
-  return withStore(dataDir, async (store) => {
+  return withStore(target, async (store) => {
     if (which !== "page-tokens") await rotateSigningKey(store.serverValues, now, options.dropPrevious ? 0 : undefined);
     if (which !== "signing") await rotatePageKey(store.serverValues, now, options.dropPrevious ? 0 : undefined);
     return describeAll(store, now);
@@ -108,6 +108,6 @@ export function rotateKeys(dataDir: string, options: RotateOptions = {}, now: nu
 }
 
 /** Records a revocation straight in the database (the operator's path when the API is not at hand). */
-export function revokeLocally(dataDir: string, revocation: Revocation, now: number = Date.now()): Promise<void> {
-  return withStore(dataDir, (store) => store.repositories.tokenRevocations.revoke(revocation, now, REVOCATION_RETENTION_MS));
+export function revokeLocally(target: StoreTarget, revocation: Revocation, now: number = Date.now()): Promise<void> {
+  return withStore(target, (store) => store.repositories.tokenRevocations.revoke(revocation, now, REVOCATION_RETENTION_MS));
 }

@@ -1,5 +1,6 @@
 /**
- * `trellis auth token --local`: an operator token minted straight from the data directory.
+ * `trellis auth token --local`: an operator token minted straight from the database (the data
+ * directory's SQLite file, or the PostgreSQL database of `--database`).
  *
  * Reads the signing keys and the issuer settings the server stored (signing-keys.ts,
  * issuer-settings.ts) through a separate READ-ONLY connection: it takes no data-directory
@@ -11,7 +12,7 @@
  * treats as owner of everything. Only a holder of the signing key, i.e. someone who can read
  * the database file, can mint one: the same trust as having the data itself.
  */
-import { openStore, storeExists, storeLocation } from "../store/open.js";
+import { openStore, storeExists, storeFlag, storeLocation, type StoreTarget } from "../store/open.js";
 import { loadIssuerSettings } from "./issuer-settings.js";
 import { loadSigningKeys } from "./signing-keys.js";
 import { createTokenIssuer } from "./tokens.js";
@@ -20,7 +21,7 @@ import { createTokenIssuer } from "./tokens.js";
 export const LOCAL_TOKEN_TTL_S = 60 * 60;
 
 export interface LocalTokenOptions {
-  readonly dataDir: string;
+  readonly store: StoreTarget;
   /** Names the operator in `sub` (`operator:<subject>`) and so in logs of who did what. */
   readonly subject?: string;
   readonly ttlSeconds?: number;
@@ -29,16 +30,16 @@ export interface LocalTokenOptions {
 
 /** Mints an operator token with the server's key. @throws Error with a message for the user. */
 export async function mintLocalOperatorToken(options: LocalTokenOptions): Promise<string> {
-  if (!storeExists(options.dataDir)) {
-    throw new Error(`no Trellis database at ${storeLocation(options.dataDir)}; start the server once with --data ${options.dataDir}`);
+  if (!storeExists(options.store)) {
+    throw new Error(`no Trellis database at ${storeLocation(options.store)}; start the server once with ${storeFlag(options.store)}`);
   }
   const subject = options.subject ?? "operator";
   if (!/^[A-Za-z0-9._@-]{1,64}$/.test(subject)) throw new Error("--subject must be 1-64 characters of A-Z a-z 0-9 . _ @ -");
-  const store = openStore({ dataDir: options.dataDir, access: "read-only" });
+  const store = await openStore({ ...options.store, access: "read-only" });
   try {
     const keys = await loadSigningKeys(store.serverValues);
     const settings = await loadIssuerSettings(store.serverValues);
-    if (!keys || !settings) throw new Error(`the server has not started on ${options.dataDir} yet, so there is no signing key; start it once`);
+    if (!keys || !settings) throw new Error(`the server has not started on ${storeLocation(options.store)} yet, so there is no signing key; start it once`);
     const now = options.now ?? Date.now;
     const issuer = createTokenIssuer({ issuer: settings.issuer, audience: settings.audience, keys: () => keys, now });
     return await issuer.mint({
@@ -48,6 +49,6 @@ export async function mintLocalOperatorToken(options: LocalTokenOptions): Promis
       operator: true,
     });
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -21,7 +21,7 @@
 import { parseArgs } from "node:util";
 import cliProgress from "cli-progress";
 import type { ImportTransaction, StoreEngine } from "../store/engine.js";
-import { openStore, storeExists, storeLocation, TOOL_LOCK_WAIT_MS } from "../store/open.js";
+import { openStore, storeExists, storeFlag, storeLocation, type StoreTarget, storeTargetFrom, TOOL_LOCK_WAIT_MS } from "../store/open.js";
 import type { UpsertOutcome } from "../store/repos.js";
 import { StorageError, storageFailureOf } from "../errors/storage-error.js";
 import { applyRecord } from "./apply-record.js";
@@ -45,8 +45,9 @@ export const YIELD_MS = 110;
 /** How many rejections the summary explains one by one. */
 export const REJECTIONS_SHOWN = 10;
 
-export const IMPORT_USAGE = `usage: trellis import [--data DIR] [--group UID] [--quiet] FILE|DIR...
-  --data DIR    database directory (default $TRELLIS_DATA or ./data)
+export const IMPORT_USAGE = `usage: trellis import [--data DIR | --database URL] [--group UID] [--quiet] FILE|DIR...
+  --data DIR      database directory (default $TRELLIS_DATA or ./data)
+  --database URL  a PostgreSQL database instead (postgres://…; default $TRELLIS_DATABASE)
   --group UID   group for records without "parent", and for OSV documents
   --quiet       no progress bar`;
 
@@ -88,14 +89,26 @@ function reasonOf(err: unknown): string {
 export async function runImport(args: string[], io: ImportIo = process): Promise<number> {
   let parsed: ReturnType<
     typeof parseArgs<{
-      options: { data: { type: "string" }; group: { type: "string" }; quiet: { type: "boolean" }; help: { type: "boolean"; short: "h" } };
+      options: {
+        data: { type: "string" };
+        database: { type: "string" };
+        group: { type: "string" };
+        quiet: { type: "boolean" };
+        help: { type: "boolean"; short: "h" };
+      };
       allowPositionals: true;
     }>
   >;
   try {
     parsed = parseArgs({
       args,
-      options: { data: { type: "string" }, group: { type: "string" }, quiet: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      options: {
+        data: { type: "string" },
+        database: { type: "string" },
+        group: { type: "string" },
+        quiet: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
       allowPositionals: true,
     });
   } catch (err) {
@@ -117,12 +130,18 @@ export async function runImport(args: string[], io: ImportIo = process): Promise
     io.stderr.write(`trellis import: ${reasonOf(err)}\n`);
     return 2;
   }
-  const dataDir = parsed.values.data ?? io.env.TRELLIS_DATA ?? "./data";
+  let target: StoreTarget;
+  try {
+    target = storeTargetFrom({ data: parsed.values.data, database: parsed.values.database }, io.env);
+  } catch (err) {
+    io.stderr.write(`trellis import: ${reasonOf(err)}\n${IMPORT_USAGE}\n`);
+    return 2;
+  }
   const showProgress = !parsed.values.quiet && io.stderr.isTTY === true;
   const started = Date.now();
   let summary: ImportSummary;
   try {
-    summary = await importFiles(dataDir, files, { group: parsed.values.group, progress: showProgress ? io.stderr : undefined });
+    summary = await importFiles(target, files, { group: parsed.values.group, progress: showProgress ? io.stderr : undefined });
   } catch (err) {
     io.stderr.write(`trellis import: ${reasonOf(err)}\n`);
     return 1;
@@ -146,29 +165,30 @@ export interface ImportOptions {
 }
 
 /**
- * Imports `files` into the database in `dataDir`.
+ * Imports `files` into the database `target` names.
  * @throws Error (lock refused, I/O or database failure); committed batches stay committed.
  */
-export async function importFiles(dataDir: string, files: readonly string[], options: ImportOptions = {}): Promise<ImportSummary> {
+export async function importFiles(target: StoreTarget, files: readonly string[], options: ImportOptions = {}): Promise<ImportSummary> {
   const summary: ImportSummary = { loaded: 0, updated: 0, unchanged: 0, rejected: 0, records: 0, rejections: [] };
   // Only into a database a server made: one created here would hold no signing keys or
   // issuer settings, and a mistyped --data would silently start a second, empty world.
-  if (!storeExists(dataDir)) {
+  const where = storeLocation(target);
+  if (!storeExists(target)) {
     throw new Error(
-      `no Trellis database in ${dataDir} (${storeLocation(dataDir)}); start the server once with \`trellis serve --data ${dataDir}\` to create it, or pass the --data of an existing one. Nothing was imported.`,
+      `no Trellis database in ${target.dataDir} (${where}); start the server once with \`trellis serve ${storeFlag(target)}\` to create it, or pass the --data of an existing one. Nothing was imported.`,
     );
   }
   let store: StoreEngine;
   try {
     // Beside the server: no data-directory lock, so a running server keeps serving.
-    store = openStore({ dataDir, access: "beside" });
+    store = await openStore({ ...target, access: "beside" });
   } catch (err) {
-    if (isBusy(err)) throw lockRefused(dataDir, summary);
+    if (isBusy(err)) throw lockRefused(where, summary);
     throw err;
   }
   if (options.group !== undefined && !(await store.repositories.groups.get(options.group))) {
-    store.close();
-    throw new Error(`--group ${options.group}: no such group in ${dataDir}`);
+    await store.close();
+    throw new Error(`--group ${options.group}: no such group in ${where}`);
   }
   const bar = options.progress
     ? new cliProgress.SingleBar(
@@ -195,7 +215,7 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
     try {
       return await store.importer.transaction(work);
     } catch (err) {
-      if (isBusy(err)) throw lockRefused(dataDir, summary);
+      if (isBusy(err)) throw lockRefused(where, summary);
       throw err;
     }
   };
@@ -247,17 +267,17 @@ export async function importFiles(dataDir: string, files: readonly string[], opt
   } finally {
     bar?.stop();
     // Opened "beside" the server: closing takes no checkpoint that would hold off its writers.
-    store.close();
+    await store.close();
   }
 }
 
-function lockRefused(dataDir: string, summary: ImportSummary): LockRefused {
+function lockRefused(where: string, summary: ImportSummary): LockRefused {
   const done =
     summary.records === 0
       ? "Nothing was imported."
       : `The ${summary.records} records before this batch are committed; re-running the import is safe (it updates in place).`;
   return new LockRefused(
-    `cannot take the write lock on the database in ${dataDir}: another process is writing to it ` +
+    `cannot take the write lock on the database in ${where}: another process is writing to it ` +
       `(still busy after ${TOOL_LOCK_WAIT_MS} ms). ${done} Try again when it is idle.`,
   );
 }

@@ -2,7 +2,9 @@
  * Server configuration from flags and environment (flags win).
  *
  *   --addr HOST:PORT   TRELLIS_ADDR   default 127.0.0.1:8080 (port 0 picks a free port)
- *   --data DIR         TRELLIS_DATA   default ./data
+ *   --data DIR         TRELLIS_DATA   default ./data (the SQLite database)
+ *   --database URL     TRELLIS_DATABASE      postgres://… : PostgreSQL instead of SQLite (--data unused)
+ *   --db-pool-size N   TRELLIS_DB_POOL_SIZE  PostgreSQL connections this replica may hold (default 10)
  *   --tls-cert FILE, --tls-key FILE   TRELLIS_TLS_CERT / TRELLIS_TLS_KEY: serve TLS with ALPN
  *   --error-domain D   TRELLIS_ERROR_DOMAIN  default iam.chainguard.dev (ErrorInfo.domain)
  *   --log-level L      TRELLIS_LOG_LEVEL     default info (pino levels, log-levels.ts; "silent" turns logs off)
@@ -15,12 +17,17 @@
 import { parseArgs } from "node:util";
 import { normalizeIssuerUrl } from "../auth/issuer-settings.js";
 import { loadTrustConfig, type TrustConfig } from "../auth/trust-config.js";
+import { storeTargetFrom } from "../store/open.js";
 import { LOG_LEVELS } from "./log-levels.js";
 
 export interface ServerConfig {
   readonly host: string;
   readonly port: number;
   readonly dataDir: string;
+  /** postgres://…: the server stores everything there instead of in `dataDir`. */
+  readonly databaseUrl?: string;
+  /** PostgreSQL: connections this replica's pool may hold. */
+  readonly poolSize?: number;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly errorDomain: string;
   readonly logLevel: string;
@@ -96,6 +103,8 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     options: {
       addr: { type: "string" },
       data: { type: "string" },
+      database: { type: "string" },
+      "db-pool-size": { type: "string" },
       "tls-cert": { type: "string" },
       "tls-key": { type: "string" },
       "error-domain": { type: "string" },
@@ -117,10 +126,11 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw new Error("--tls-cert and --tls-key must be given together");
   }
+  const store = storeTargetFrom({ data: values.data, database: values.database, poolSize: values["db-pool-size"] }, env);
   return {
     host,
     port,
-    dataDir: values.data ?? env.TRELLIS_DATA ?? "./data",
+    ...store,
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     errorDomain: values["error-domain"] ?? env.TRELLIS_ERROR_DOMAIN ?? DEFAULT_ERROR_DOMAIN,
     logLevel: logLevel(values["log-level"] ?? env.TRELLIS_LOG_LEVEL ?? "info"),

@@ -97,9 +97,9 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
   // Spans only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces variant) is set; the SDK is
   // loaded then and only then (src/observe/tracing.ts). A bad setting refuses to start.
   const tracing = await startTracing(process.env, log, (context) => callerOf(context)?.subject);
-  let store: ReturnType<typeof openStore>;
+  let store: StoreEngine;
   try {
-    store = openStore({ dataDir: config.dataDir, access: "serve" });
+    store = await openStore({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, poolSize: config.poolSize, access: "serve" });
   } catch (err) {
     await tracing?.shutdown();
     throw err;
@@ -326,7 +326,8 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       {
         version: trellisVersion(),
         listen: url,
-        data: path.resolve(store.location),
+        storage: store.kind,
+        data: store.kind === "sqlite" ? path.resolve(store.location) : store.location,
         issuer: issuer.issuer,
         trustedIdps: trust.identityProviders.map((i) => i.issuer),
         tls: config.tls !== undefined,
@@ -357,7 +358,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           await listener.close(overrides.limits?.shutdownGraceMs ?? LIMITS.shutdownGraceMs);
           await metricsListener?.close();
           shutdown.abort();
-          store.close();
+          await store.close().catch((err: unknown) => log.warn({ err }, "the database did not close cleanly"));
           // The spans of the last calls are still in the batch: export them before exiting.
           await tracing?.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: the last spans could not be exported"));
           log.info("trellis stopped");
@@ -367,7 +368,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       },
     };
   } catch (err) {
-    store.close();
+    await store.close().catch(() => {});
     await tracing?.shutdown();
     throw err;
   }

@@ -155,6 +155,10 @@ export interface StoreEngine {
    * waits without blocking reads, for at most `busyWaitMs`, then fails "busy".
    */
   startServing(busyWaitMs: number): void;
-  /** Finishes queued writes and releases the connection (and, for a server, its claim on the data). */
-  close(): void;
+  /**
+   * Finishes queued writes and releases the connections (and, for a server, its claim on the
+   * data). SQLite has closed when it returns; the promise resolves once every connection has
+   * ended (PostgreSQL's pool ends asynchronously).
+   */
+  close(): Promise<void>;
 }

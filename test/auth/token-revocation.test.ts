@@ -285,7 +285,7 @@ describe("a revocation by another connection is seen at the next call", () => {
       for (let round = 0; round < 5; round++) {
         const token = await identityToken(t.app, user);
         expect(await door.call(t.url, token, listGroups, {}), `round ${round}`).toMatchObject({ ok: true });
-        revokeLocally(t.dataDir, { subject: user, jti: decodeJwt(token).jti as string }, Date.now());
+        revokeLocally({ dataDir: t.dataDir }, { subject: user, jti: decodeJwt(token).jti as string }, Date.now());
         expect(await door.call(t.url, token, listGroups, {}), `round ${round}`).toMatchObject({ ok: false, code: UNAUTHENTICATED, reason: "TOKEN_REVOKED" });
       }
     });

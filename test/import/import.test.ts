@@ -219,7 +219,7 @@ describe("trellis import", () => {
         WHEN (SELECT artifact_name FROM advisories WHERE uid = NEW.advisory_uid) = 'libcurl-openssl4'
         BEGIN SELECT RAISE(ABORT, 'injected failure'); END;`);
       setup.close();
-      const summary = await importFiles(dir, listInputFiles([OSV_DIR]), { group });
+      const summary = await importFiles({ dataDir: dir }, listInputFiles([OSV_DIR]), { group });
       expect(summary).toMatchObject({ loaded: 2, rejected: 3 });
       expect(summary.rejections.map((r) => r.reason)).toContain("injected failure");
       const db = new Database(path.join(dir, "trellis.db"), { readonly: true });

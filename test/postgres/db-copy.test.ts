@@ -113,7 +113,9 @@ describePostgres("trellis db copy", () => {
     await post(`/iam/v2beta1/roleBindings/${team}`, { identityUid: bot, roleUid: role });
     await post(`/registry/v2beta1/repos/${org}`, { name: "made-over-rest" });
     // repos, tags and their history, advisories with aliases and events: through the importer
-    const summary = await importFiles(t.dataDir, listInputFiles([path.join(FIXTURES, "osv"), path.join(FIXTURES, "import/registry.ndjson")]), { group: org });
+    const summary = await importFiles({ dataDir: t.dataDir }, listInputFiles([path.join(FIXTURES, "osv"), path.join(FIXTURES, "import/registry.ndjson")]), {
+      group: org,
+    });
     if (summary.loaded === 0) throw new Error("the import loaded nothing");
   });
 

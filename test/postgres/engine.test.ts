@@ -7,8 +7,9 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { openPostgresEngine, type PostgresEngine, postgresPoolOf, redactedUrl, UNPORTED_REPOSITORIES } from "../../src/store/postgres/engine.js";
+import { openPostgresEngine, type PostgresEngine, postgresPoolOf, UNPORTED_REPOSITORIES } from "../../src/store/postgres/engine.js";
 import { StorageError, storageFailureOf } from "../../src/errors/storage-error.js";
+import { redactDatabaseUrl } from "../../src/store/target.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 
 const NOW = 1_700_000_000_000;
@@ -31,11 +32,11 @@ describePostgres("the PostgreSQL engine", () => {
 
   it("names itself without the password", () => {
     expect(engine.kind).toBe("postgres");
-    expect(engine.location).toBe(redactedUrl(url));
-    expect(redactedUrl("postgres://trellis:s3cret@db.example:5432/trellis?sslmode=require")).toBe(
+    expect(engine.location).toBe(redactDatabaseUrl(url));
+    expect(redactDatabaseUrl("postgres://trellis:s3cret@db.example:5432/trellis?sslmode=require")).toBe(
       "postgres://trellis:***@db.example:5432/trellis?sslmode=require",
     );
-    expect(redactedUrl("not a url s3cret")).not.toContain("s3cret");
+    expect(redactDatabaseUrl("not a url s3cret")).not.toContain("s3cret");
   });
 
   it("serves the authorization path through the interface: a user founds an organization and holds its grants on another replica", async () => {

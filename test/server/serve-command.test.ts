@@ -227,6 +227,9 @@ describe("trellis serve", () => {
       ["--metrics-addr", "nowhere", /--metrics-addr must be HOST:PORT/],
       ["--drain-seconds", "1.5", /--drain-seconds must be a whole number of seconds from 0 to 300/],
       ["--drain-seconds", "301", /--drain-seconds must be a whole number/],
+      ["--database", "mysql://u:secret@h/db", /--database \(or TRELLIS_DATABASE\) must be a postgres:\/\/.*got mysql:\/\/u:\*\*\*@h\/db/],
+      ["--database", "./data", /--database \(or TRELLIS_DATABASE\) must be a postgres:\/\//],
+      ["--db-pool-size", "4", /--db-pool-size applies to a PostgreSQL --database only/],
     ] as const) {
       expect(() => parseServeConfig([flag, value], {}), `${flag} ${value}`).toThrow(message);
     }
@@ -234,5 +237,13 @@ describe("trellis serve", () => {
       metricsAddr: { host: "127.0.0.1", port: 9464 },
       drainMs: 5000,
     });
+    // A PostgreSQL URL from the flag or the environment (the flag wins); its password never
+    // reaches an error message.
+    const pgUrl = "postgres://trellis:s3cret@db.example:5432/trellis";
+    expect(() => parseServeConfig(["--db-pool-size", "0"], { TRELLIS_DATABASE: pgUrl })).toThrow(/--db-pool-size .* from 1 to 1000/);
+    expect(parseServeConfig([], { TRELLIS_DATABASE: pgUrl, TRELLIS_DB_POOL_SIZE: "25" })).toMatchObject({ databaseUrl: pgUrl, poolSize: 25 });
+    expect(parseServeConfig(["--database", "postgresql://h/other"], { TRELLIS_DATABASE: pgUrl }).databaseUrl).toBe("postgresql://h/other");
+    expect(parseServeConfig(["--data", "/srv/trellis"], {})).toEqual(expect.not.objectContaining({ databaseUrl: expect.anything() }));
+    expect(() => parseServeConfig(["--database", "not a url s3cret"], {})).toThrow(expect.objectContaining({ message: expect.not.stringContaining("s3cret") }));
   });
 });

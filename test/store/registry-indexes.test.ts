@@ -27,9 +27,9 @@ let db: Db;
 
 const repoUid = (i: number) => `${ORG}/${i.toString(16).padStart(16, "0")}`;
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-plan-"));
-  store = openStore({ dataDir: dir });
+  store = await openStore({ dataDir: dir });
   db = sqliteConnectionOf(store);
   const sqlite = db.$client;
   sqlite.prepare("INSERT INTO groups (uid, name, create_time, update_time) VALUES (?, 'org', 0, 0)").run(ORG);

@@ -11,6 +11,8 @@ import { DEFAULT_ERROR_DOMAIN, type Limits, type ServerConfig } from "../../src/
 import { type App, type AppOverrides, startApp } from "../../src/server/create-app.js";
 import { databaseFile } from "../../src/store/sqlite/db.js";
 import { operatorToken, setDefaultToken } from "./auth.js";
+import { dropPostgresDatabase, newPostgresDatabase, TEST_ENGINE } from "./postgres.js";
+import { forgetTestStore, registerTestStore } from "./store-target.js";
 import { closeGrpcClients } from "./transports.js";
 
 export interface TestApp {
@@ -43,6 +45,12 @@ export type TestOverrides = Omit<AppOverrides, "now" | "limits">;
 
 export async function startTestApp(config: Partial<ServerConfig> = {}, limits: Partial<Limits> = {}, overrides: TestOverrides = {}): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
+  // In the on-postgres project, a server the test did not point anywhere gets a fresh
+  // database of its own; its data directory then only names it (store-target.ts).
+  const database =
+    TEST_ENGINE === "postgres" && config.databaseUrl === undefined && config.dataDir === undefined ? await newPostgresDatabase("app") : undefined;
+  if (database) registerTestStore(dataDir, { dataDir, databaseUrl: database.url });
+  else if (config.databaseUrl !== undefined) registerTestStore(dataDir, { dataDir, databaseUrl: config.databaseUrl });
   let offset = 0;
   let frozenAt: number | undefined;
   const app = await startApp(
@@ -52,6 +60,7 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
       dataDir,
       errorDomain: DEFAULT_ERROR_DOMAIN,
       logLevel: "silent",
+      ...(database ? { databaseUrl: database.url, poolSize: 4 } : {}),
       ...config,
     },
     { log: pino({ level: "silent" }), ...(FAST_UNARY_OFF ? { fastUnary: false } : {}), ...overrides, now: () => (frozenAt ?? Date.now()) + offset, limits },
@@ -80,6 +89,8 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
     },
     async close() {
       await app.close();
+      forgetTestStore(dataDir);
+      if (database) await dropPostgresDatabase(database.name);
       if (!config.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

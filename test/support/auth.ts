@@ -9,6 +9,7 @@ import { mintLocalOperatorToken } from "../../src/auth/local-token.js";
 import { loadSigningKeys, type SigningKey } from "../../src/auth/signing-keys.js";
 import type { App } from "../../src/server/create-app.js";
 import { openStore } from "../../src/store/open.js";
+import { storeOfTestApp } from "./store-target.js";
 import { MAX_API_TOKEN_TTL_S } from "../../src/auth/token-lifetime.js";
 
 const defaultTokens = new Map<string, string>();
@@ -41,18 +42,18 @@ export function defaultAuthHeaders(url: string): Record<string, string> {
 
 /** An operator token for the server on `dataDir` (the CLI's code path), issued at `now` (ms; default the wall clock). */
 export function operatorToken(dataDir: string, subject?: string, now?: () => number): Promise<string> {
-  return mintLocalOperatorToken({ dataDir, subject, ttlSeconds: TEST_OPERATOR_TTL_S, now });
+  return mintLocalOperatorToken({ store: storeOfTestApp(dataDir), subject, ttlSeconds: TEST_OPERATOR_TTL_S, now });
 }
 
 /** The server's active signing key, read from its data directory (for forging test tokens). */
 export async function serverSigningKey(dataDir: string): Promise<SigningKey> {
-  const store = openStore({ dataDir, access: "read-only" });
+  const store = await openStore({ ...storeOfTestApp(dataDir), access: "read-only" });
   try {
     const keys = await loadSigningKeys(store.serverValues);
     if (!keys) throw new Error("the server has no signing key yet");
     return keys.active;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -61,12 +62,12 @@ export async function serverSigningKey(dataDir: string): Promise<SigningKey> {
  * a second connection to the running server's database (WAL allows it).
  */
 export async function createUserIdentity(dataDir: string, subject: string, issuer = "https://idp.example.test"): Promise<string> {
-  const store = openStore({ dataDir, access: "beside" });
+  const store = await openStore({ ...storeOfTestApp(dataDir), access: "beside" });
   try {
     const user = await store.repositories.identities.findOrCreateUser({ issuer, subject, name: subject, email: "" }, Date.now());
     return user.uid;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

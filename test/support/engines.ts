@@ -36,12 +36,12 @@ const sqlite: EngineUnderTest = {
   name: "sqlite",
   async open(now) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-engine-"));
-    const engine = openStore({ dataDir: dir, access: "serve" });
+    const engine = await openStore({ dataDir: dir, access: "serve" });
     await engine.ensureBuiltInRoles(now);
     return {
       engine,
       async close() {
-        engine.close();
+        await engine.close();
         fs.rmSync(dir, { recursive: true, force: true });
       },
     };

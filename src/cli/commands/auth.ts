@@ -8,8 +8,8 @@
  * - `auth token [--audience HOST]`: prints only a valid token, renewing it when needed.
  * - `auth logout`: forgets the cached login for the API. `auth status`: what is cached.
  *
- * - `auth token --local [--data DIR] [--subject NAME] [--ttl SECONDS]`: an operator token
- *   minted from a local data directory's signing key (src/auth/local-token.ts, docs/auth.md).
+ * - `auth token --local [--data DIR | --database URL] [--subject NAME] [--ttl SECONDS]`: an
+ *   operator token minted from the database's signing key (src/auth/local-token.ts, docs/auth.md).
  */
 import fs from "node:fs";
 import { type Command, InvalidArgumentError, Option } from "commander";
@@ -18,7 +18,7 @@ import { authError, CliError, EXIT, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
 import { InvitesService } from "../../../gen/trellis/iam/v1/invites_pb.js";
 import { positiveInt } from "../list-walk.js";
-import { print } from "./common.js";
+import { DATA_FLAG_HELP, DATABASE_FLAG_HELP, print, storeTargetOf } from "./common.js";
 import { roleBindingView } from "./iam-role-bindings.js";
 import { apiAudience, discoverUserIdps, exchange } from "../login/exchange.js";
 import { apiToken, tokenForAudience } from "../login/session.js";
@@ -40,6 +40,7 @@ interface TokenOptions {
   audience?: string;
   local?: boolean;
   data?: string;
+  database?: string;
   subject?: string;
   ttl?: number;
 }
@@ -113,8 +114,9 @@ export function registerAuth(program: Command, io: Io): void {
     .command("token")
     .description('print a valid API token (only the token), e.g. for curl -H "Authorization: Bearer $(trellis auth token)"')
     .option("--audience <host>", "a token for another audience, such as the registry host")
-    .addOption(new Option("--local", "an operator token minted from a local server's data directory (no login)"))
-    .addOption(new Option("--data <dir>", "with --local: the data directory [env TRELLIS_DATA, default ./data]").implies({ local: true }))
+    .addOption(new Option("--local", "an operator token minted from the server's database (no login)"))
+    .addOption(new Option("--data <dir>", `with --local: ${DATA_FLAG_HELP}`).implies({ local: true }))
+    .addOption(new Option("--database <url>", `with --local: ${DATABASE_FLAG_HELP}`).implies({ local: true }))
     .addOption(new Option("--subject <name>", "with --local: names the operator (sub operator:NAME)").implies({ local: true }))
     .addOption(
       new Option("--ttl <seconds>", `with --local: lifetime in seconds (default 3600, at most ${MAX_LOCAL_TOKEN_TTL_S})`)
@@ -123,7 +125,7 @@ export function registerAuth(program: Command, io: Io): void {
     )
     .action(async (o: TokenOptions, cmd: Command) => {
       if (o.local) {
-        io.out(`${await localToken(o, io.env)}\n`);
+        io.out(`${await localToken(o, io)}\n`);
         return;
       }
       const url = api(cmd);
@@ -200,12 +202,13 @@ function localTtl(value: string): number {
   return seconds;
 }
 
-/** An operator token from the data directory; the server must have started there once. */
-async function localToken(o: TokenOptions, env: NodeJS.ProcessEnv): Promise<string> {
+/** An operator token from the database; the server must have started on it once. */
+async function localToken(o: TokenOptions, io: Io): Promise<string> {
+  const store = storeTargetOf(o, io);
   // Loaded on use: it opens SQLite, which the client commands never need.
   const { mintLocalOperatorToken } = await import("../../auth/local-token.js");
   try {
-    return await mintLocalOperatorToken({ dataDir: o.data ?? env.TRELLIS_DATA ?? "./data", subject: o.subject, ttlSeconds: o.ttl });
+    return await mintLocalOperatorToken({ store, subject: o.subject, ttlSeconds: o.ttl });
   } catch (err) {
     throw new CliError((err as Error).message, EXIT.failure);
   }

@@ -59,6 +59,13 @@ export function registerRestore(program: Command, io: Io): void {
 }
 
 function dataDirOf(opts: { data?: string }, io: Io): string {
+  // Backup and restore copy the SQLite file; a PostgreSQL deployment has its own tools, and
+  // quietly copying ./data instead would leave an operator with a backup of nothing.
+  if (io.env.TRELLIS_DATABASE) {
+    throw usageError(
+      "TRELLIS_DATABASE is set: backup and restore copy a SQLite data directory; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots), see docs/scale-out.md",
+    );
+  }
   return opts.data ?? io.env.TRELLIS_DATA ?? "./data";
 }
 

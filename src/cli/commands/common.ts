@@ -5,7 +5,9 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { type Command, InvalidArgumentError } from "commander";
 import { type CliContext, connect } from "../client.js";
+import { usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
+import { type StoreTarget, storeTargetFrom } from "../../store/target.js";
 import { render, type ResourceView } from "../output.js";
 
 /**
@@ -45,4 +47,22 @@ export function durationSeconds(value: string): number {
 /** Accumulates a repeatable string option (`--x a --x b`). */
 export function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
+}
+
+/** The flags of a command that opens the database itself (`--database` wins over `--data`). */
+export interface StoreFlags {
+  data?: string;
+  database?: string;
+}
+
+export const DATA_FLAG_HELP = "data directory of the SQLite database [env TRELLIS_DATA, default ./data]";
+export const DATABASE_FLAG_HELP = "a PostgreSQL database instead: postgres://user:password@host:port/db [env TRELLIS_DATABASE]";
+
+/** The database a local command's flags and environment name; a malformed URL is a usage error. */
+export function storeTargetOf(flags: StoreFlags, io: Io): StoreTarget {
+  try {
+    return storeTargetFrom(flags, io.env);
+  } catch (err) {
+    throw usageError((err as Error).message);
+  }
 }

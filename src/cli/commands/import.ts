@@ -1,6 +1,6 @@
 /**
- * `trellis import [--data DIR] [--group UID] [--quiet] FILE|DIR...`: loads repos, tags and
- * advisories into a data directory (src/import/, docs/import.md). It writes the database
+ * `trellis import [--data DIR | --database URL] [--group UID] [--quiet] FILE|DIR...`: loads
+ * repos, tags and advisories into the database (src/import/, docs/import.md). It writes the database
  * directly rather than calling the API, so the global client options do not apply.
  *
  * Like `serve`, commander declares the flags (for --help and completion) and hands them back
@@ -10,9 +10,11 @@
 import type { Command } from "commander";
 import { ExitStatus } from "../exit-codes.js";
 import type { Io } from "../io.js";
+import { DATA_FLAG_HELP, DATABASE_FLAG_HELP } from "./common.js";
 
 interface ImportOptions {
   data?: string;
+  database?: string;
   group?: string;
   quiet?: boolean;
 }
@@ -20,9 +22,10 @@ interface ImportOptions {
 export function registerImport(program: Command, _io: Io): void {
   program
     .command("import")
-    .description("import repos, tags and advisories (JSON, NDJSON, OSV) into a data directory")
+    .description("import repos, tags and advisories (JSON, NDJSON, OSV) into the database")
     .argument("<paths...>", "files or directories to import")
-    .option("--data <dir>", "database directory [env TRELLIS_DATA, default ./data]")
+    .option("--data <dir>", DATA_FLAG_HELP)
+    .option("--database <url>", DATABASE_FLAG_HELP)
     .option("--group <uid>", 'group for records without "parent", and for OSV documents')
     .option("--quiet", "no progress bar")
     .action(async (paths: string[], opts: ImportOptions) => {
@@ -30,6 +33,7 @@ export function registerImport(program: Command, _io: Io): void {
       const { runImport } = await import("../../import/run-import.js");
       const args = [
         ...(opts.data !== undefined ? ["--data", opts.data] : []),
+        ...(opts.database !== undefined ? ["--database", opts.database] : []),
         ...(opts.group !== undefined ? ["--group", opts.group] : []),
         ...(opts.quiet ? ["--quiet"] : []),
         "--",

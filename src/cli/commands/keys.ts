@@ -2,12 +2,12 @@
  * `trellis keys rotate|list` and `trellis tokens revoke` (docs/cli.md "Keys and token
  * revocation").
  *
- * - `keys list|rotate [--data DIR]` work on the data directory, not through the API: keys are
- *   the operator's, and only someone who can open the database file may touch them (the same
+ * - `keys list|rotate [--data DIR | --database URL]` work on the database, not through the API:
+ *   keys are the operator's, and only someone who can open the database may touch them (the same
  *   trust as `trellis auth token --local`). They write beside a running server, which picks
  *   the change up on its next call (src/auth/key-admin.ts).
  * - `tokens revoke --identity UID [--jti JTI]` calls TokensService.RevokeTokens with the usual
- *   client options; with `--local` it writes the revocation into the data directory instead
+ *   client options; with `--local` it writes the revocation into the database instead
  *   (for the operator, e.g. when the server's address is not at hand).
  */
 import { type Command, Option } from "commander";
@@ -18,11 +18,7 @@ import type { Io } from "../io.js";
 import { type OutputFormat, resolveFormat, table } from "../output.js";
 import { stringify as toYaml } from "yaml";
 import { revocationProblems } from "../../auth/revocation-request.js";
-import { clientAction } from "./common.js";
-
-function dataDirOf(o: { data?: string }, io: Io): string {
-  return o.data ?? io.env.TRELLIS_DATA ?? "./data";
-}
+import { clientAction, DATA_FLAG_HELP, DATABASE_FLAG_HELP, type StoreFlags, storeTargetOf } from "./common.js";
 
 const iso = (ms: number | undefined) => (ms === undefined ? "" : new Date(ms).toISOString());
 
@@ -69,29 +65,31 @@ async function local<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 export function registerKeys(program: Command, io: Io): void {
-  const keys = program.command("keys").description("the server's token-signing and page-token keys (on the data directory; operator only)");
+  const keys = program.command("keys").description("the server's token-signing and page-token keys (on the database; operator only)");
 
   keys
     .command("list")
     .description("list the keys: use, id (the JWKS kid for signing keys), status, created, when it retires")
-    .option("--data <dir>", "data directory [env TRELLIS_DATA, default ./data]")
-    .action(async (o: { data?: string }, cmd: Command) => {
+    .option("--data <dir>", DATA_FLAG_HELP)
+    .option("--database <url>", DATABASE_FLAG_HELP)
+    .action(async (o: StoreFlags, cmd: Command) => {
       const { listKeys } = await import("../../auth/key-admin.js");
       const format = resolveFormat(cmd.optsWithGlobals<{ output?: string }>().output, io.stdoutIsTty);
-      printKeys(io, format, await local(() => listKeys(dataDirOf(o, io))));
+      printKeys(io, format, await local(() => listKeys(storeTargetOf(o, io))));
     });
 
   keys
     .command("rotate")
     .description("make a new key active; older keys keep verifying until every token they signed has expired")
-    .option("--data <dir>", "data directory [env TRELLIS_DATA, default ./data]")
+    .option("--data <dir>", DATA_FLAG_HELP)
+    .option("--database <url>", DATABASE_FLAG_HELP)
     .addOption(new Option("--only <keys>", "rotate only these keys").choices(["signing", "page-tokens"]))
     .option("--drop-previous", "remove every older key now (a leaked key): tokens it signed fail from the next call")
-    .action(async (o: { data?: string; only?: "signing" | "page-tokens"; dropPrevious?: boolean }, cmd: Command) => {
+    .action(async (o: StoreFlags & { only?: "signing" | "page-tokens"; dropPrevious?: boolean }, cmd: Command) => {
       const { rotateKeys } = await import("../../auth/key-admin.js");
       const format = resolveFormat(cmd.optsWithGlobals<{ output?: string }>().output, io.stdoutIsTty);
       const which: RotateWhich = o.only ?? "all";
-      printKeys(io, format, await local(() => rotateKeys(dataDirOf(o, io), { which, dropPrevious: o.dropPrevious === true })));
+      printKeys(io, format, await local(() => rotateKeys(storeTargetOf(o, io), { which, dropPrevious: o.dropPrevious === true })));
     });
 
   const tokens = program.command("tokens").description("API tokens: revoke them before they expire");
@@ -100,16 +98,17 @@ export function registerKeys(program: Command, io: Io): void {
     .description("revoke one token of an identity (--jti), or every token it holds now and its refresh tokens")
     .requiredOption("--identity <uid>", "whose tokens: an identity uid, or operator:NAME for operator tokens")
     .option("--jti <jti>", "only the token with this jti claim")
-    .option("--local", "write the revocation into the data directory instead of calling the API (operator)")
-    .option("--data <dir>", "with --local: data directory [env TRELLIS_DATA, default ./data]")
-    .action(async (o: { identity: string; jti?: string; local?: boolean; data?: string }, cmd: Command) => {
+    .option("--local", "write the revocation into the database instead of calling the API (operator)")
+    .option("--data <dir>", `with --local: ${DATA_FLAG_HELP}`)
+    .option("--database <url>", `with --local: ${DATABASE_FLAG_HELP}`)
+    .action(async (o: StoreFlags & { identity: string; jti?: string; local?: boolean }, cmd: Command) => {
       const what = o.jti === undefined ? `every token of ${o.identity}` : `token ${o.jti} of ${o.identity}`;
       const problems = revocationProblems(o.identity, o.jti ?? "");
       if (problems.length > 0) throw usageError(problems.map((p) => `--${p.field} ${p.description}`).join("; "));
       if (o.local) {
         const { revokeLocally } = await import("../../auth/key-admin.js");
         const revocation = o.jti === undefined ? { subject: o.identity } : { subject: o.identity, jti: o.jti };
-        await local(() => revokeLocally(dataDirOf(o, io), revocation));
+        await local(() => revokeLocally(storeTargetOf(o, io), revocation));
       } else {
         await clientAction(io, async (ctx) => {
           await ctx.client(TokensService).revokeTokens({ identity: o.identity, jti: o.jti ?? "" });

@@ -13,11 +13,13 @@ import { type Command, Option } from "commander";
 import { LOG_LEVELS } from "../../server/log-levels.js";
 import { EXIT, ExitStatus, usageError } from "../exit-codes.js";
 import type { Io } from "../io.js";
-import { collect } from "./common.js";
+import { collect, DATA_FLAG_HELP, DATABASE_FLAG_HELP } from "./common.js";
 
 interface ServeOptions {
   addr?: string;
   data?: string;
+  database?: string;
+  dbPoolSize?: string;
   tlsCert?: string;
   tlsKey?: string;
   errorDomain?: string;
@@ -36,7 +38,9 @@ export function registerServe(program: Command, io: Io): void {
     // The client options (--api, --token, -o, ...) mean nothing to the server: keep them out of its help.
     .configureHelp({ showGlobalOptions: false })
     .option("--addr <host:port>", "listen address; port 0 picks a free port [env TRELLIS_ADDR, default 127.0.0.1:8080]")
-    .option("--data <dir>", "database directory [env TRELLIS_DATA, default ./data]")
+    .option("--data <dir>", DATA_FLAG_HELP)
+    .option("--database <url>", `${DATABASE_FLAG_HELP}; any number of servers may share one`)
+    .option("--db-pool-size <n>", "with --database: connections this server may hold [env TRELLIS_DB_POOL_SIZE, default 10]")
     .option("--tls-cert <file>", "serve TLS with this certificate (with --tls-key) [env TRELLIS_TLS_CERT]")
     .option("--tls-key <file>", "the certificate's private key [env TRELLIS_TLS_KEY]")
     .option("--error-domain <domain>", "ErrorInfo.domain of every error [env TRELLIS_ERROR_DOMAIN, default iam.chainguard.dev]")
@@ -96,6 +100,8 @@ function toArgs(opts: ServeOptions): string[] {
   const single: [keyof ServeOptions, string][] = [
     ["addr", "--addr"],
     ["data", "--data"],
+    ["database", "--database"],
+    ["dbPoolSize", "--db-pool-size"],
     ["tlsCert", "--tls-cert"],
     ["tlsKey", "--tls-key"],
     ["errorDomain", "--error-domain"],

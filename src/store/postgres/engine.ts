@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL engine: a node-postgres pool behind the StoreEngine interface
- * (src/store/engine.ts), assembling what is ported so far. Not reachable from `openStore` yet.
+ * (src/store/engine.ts), assembling what is ported so far; `openStore` (src/store/open.ts) opens it
+ * for a `--database postgres://…`.
  *
  * Ported: groups, identities, roles, role bindings (the authorization path), the server values
  * (server-values.ts) and the built-in roles. Every other repository, and the importer, answer
@@ -20,6 +21,7 @@
 import { sql } from "drizzle-orm";
 import type pg from "pg";
 import { unimplemented } from "../../errors/api-error.js";
+import { redactDatabaseUrl } from "../target.js";
 import type { StoreEngine, StoreRepositories } from "../engine.js";
 import { isUnwritableFailure, StorageError, type StorageFailureKind } from "../../errors/storage-error.js";
 import { openPostgres, type PostgresOptions } from "./connection.js";
@@ -62,17 +64,6 @@ function asStorageError(err: unknown): unknown {
   if (err instanceof StorageError) return err;
   const mapped = mapPostgresError(err);
   return mapped ? new StorageError(STORAGE_KINDS[mapped.kind], mapped.message, { cause: mapped }) : err;
-}
-
-/** `url` without its password, for logs and messages. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "postgres://(unparsable URL)";
-  }
 }
 
 /** A repository whose every method rejects with UNIMPLEMENTED naming it (see the header). */
@@ -187,7 +178,7 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
 
   const engine: PostgresEngine = {
     kind: "postgres",
-    location: redactedUrl(url),
+    location: redactDatabaseUrl(url),
     repositories,
     serverValues,
     importer: {
@@ -221,9 +212,7 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     // A write waits for the rows it locks, not for a database-wide lock, and a connection for
     // at most the pool's acquire timeout: there is no start-up mode to leave.
     startServing() {},
-    close() {
-      closeAndWait().catch(() => {});
-    },
+    close: closeAndWait,
     closeAndWait,
   };
   pools.set(engine, pool);

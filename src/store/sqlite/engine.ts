@@ -131,7 +131,9 @@ export function openSqliteEngine(options: SqliteEngineOptions): StoreEngine {
     },
     ensureBuiltInRoles: (now) => ensureBuiltInRoles(db, now),
     startServing: (busyWaitMs) => waitForWriteLockAsync(db, busyWaitMs),
-    close,
+    async close() {
+      close();
+    },
   };
   connections.set(engine, db);
   return engine;

@@ -20,15 +20,15 @@ import { openStore } from "../../../src/store/open.js";
 
 const dirs: string[] = [];
 const opened: StoreEngine[] = [];
-function freshDb() {
+async function freshDb() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-keys-"));
   dirs.push(dir);
-  const o = openStore({ dataDir: dir });
+  const o = await openStore({ dataDir: dir });
   opened.push(o);
   return { dir, db: o.serverValues };
 }
-afterEach(() => {
-  for (const o of opened.splice(0)) o.close();
+afterEach(async () => {
+  for (const o of opened.splice(0)) await o.close();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
@@ -36,7 +36,7 @@ const ISS = "https://trellis.example.test";
 
 describe("signing keys", () => {
   it("are created once and read back identically (restart, second process)", async () => {
-    const { db } = freshDb();
+    const { db } = await freshDb();
     expect(await loadSigningKeys(db)).toBeUndefined();
     const first = await loadOrCreateSigningKeys(db, 1000);
     const again = await loadOrCreateSigningKeys(db, 2000);
@@ -46,7 +46,7 @@ describe("signing keys", () => {
   });
 
   it("rotation signs with the new key, still verifies the old one, and prunes it after the retention", async () => {
-    const { db } = freshDb();
+    const { db } = await freshDb();
     let now = Date.now();
     let keys = await loadOrCreateSigningKeys(db, now);
     const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
@@ -70,7 +70,7 @@ describe("signing keys", () => {
   });
 
   it("a cached token still expires", async () => {
-    const { db } = freshDb();
+    const { db } = await freshDb();
     let now = Date.now();
     const keys = await loadOrCreateSigningKeys(db, now);
     const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
@@ -83,7 +83,7 @@ describe("signing keys", () => {
 
 describe("the maximum token lifetime (24 hours, enforced where every token is signed)", () => {
   it("mint refuses a lifetime above 24 h, or not a whole positive number of seconds, with INVALID_ARGUMENT on ttl; 24 h itself is minted", async () => {
-    const { db } = freshDb();
+    const { db } = await freshDb();
     const now = Date.now();
     const keys = await loadOrCreateSigningKeys(db, now);
     const issuer = createTokenIssuer({ issuer: ISS, audience: ISS, keys: () => keys, now: () => now });
@@ -98,14 +98,14 @@ describe("the maximum token lifetime (24 hours, enforced where every token is si
   });
 
   it("a local operator token above 24 h is refused by the minting function itself, not only by the CLI's flag", async () => {
-    const { dir, db } = freshDb();
+    const { dir, db } = await freshDb();
     await loadOrCreateSigningKeys(db, Date.now());
     await saveIssuerSettings(db, { issuer: ISS, audience: ISS }, Date.now());
-    await expect(mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S + 1 })).rejects.toMatchObject({
+    await expect(mintLocalOperatorToken({ store: { dataDir: dir }, ttlSeconds: MAX_API_TOKEN_TTL_S + 1 })).rejects.toMatchObject({
       code: 3,
       fieldViolations: [{ field: "ttl" }],
     });
-    const token = decodeJwt(await mintLocalOperatorToken({ dataDir: dir, ttlSeconds: MAX_API_TOKEN_TTL_S }));
+    const token = decodeJwt(await mintLocalOperatorToken({ store: { dataDir: dir }, ttlSeconds: MAX_API_TOKEN_TTL_S }));
     expect((token.exp as number) - (token.iat as number)).toBe(MAX_API_TOKEN_TTL_S);
   });
 });

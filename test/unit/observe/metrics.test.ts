@@ -14,9 +14,9 @@ import { createMetrics } from "../../../src/observe/metrics.js";
 import { openStore } from "../../../src/store/open.js";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-metrics-"));
-const opened = openStore({ dataDir: dir });
-afterAll(() => {
-  opened.close();
+const opened = await openStore({ dataDir: dir });
+afterAll(async () => {
+  await opened.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
