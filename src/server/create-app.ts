@@ -134,7 +134,12 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         now,
       }),
     });
-    const beforeCall = overrides.testHook ? [...auth.hooks, overrides.testHook] : auth.hooks;
+    // First, where the engine needs it (PostgreSQL): the shared values (keys, revocations) catch
+    // up with every change committed before the call, so a revocation or rotation made on
+    // another replica applies to this call (engine.ts `catchUp`). SQLite's watchers need no hook.
+    const catchUp = store.serverValues.catchUp;
+    const authHooks: readonly BeforeCallHook[] = catchUp ? [() => catchUp(), ...auth.hooks] : auth.hooks;
+    const beforeCall = overrides.testHook ? [...authHooks, overrides.testHook] : authHooks;
     const metrics = createMetrics(store.health);
     // Writes refuse a NUL in any string of their request, the same on every engine (nul-text.ts).
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics, tracing, requestCheck: writeRequestCheck });

@@ -77,6 +77,14 @@ export interface ServerValues {
    * by any other), so a rotation or revocation made anywhere applies at the next call.
    */
   watch<T>(names: readonly string[], parse: (values: readonly (Buffer | undefined)[]) => T): () => T;
+  /**
+   * Only on an engine whose watchers cannot ask the database synchronously (PostgreSQL): resolves
+   * once the watchers return every change committed before it was called. The server awaits it
+   * before each call reads a watcher, so a revocation or rotation made by another process applies
+   * at that process's very next call. Absent where `watch` is already current (SQLite), so the
+   * calls there pay nothing.
+   */
+  readonly catchUp?: () => Promise<void>;
 }
 
 /** Counters of the write path, read when metrics are scraped. */

@@ -159,6 +159,20 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     },
   };
 
+  // The server awaits this before every call (engine.ts `catchUp`): a database it cannot reach
+  // fails the call UNAVAILABLE and counts as an outcome like any repository call's.
+  const sharedValues: PostgresServerValues = {
+    ...serverValues,
+    async catchUp() {
+      try {
+        await serverValues.catchUp();
+        outcomes.succeeded();
+      } catch (err) {
+        throw outcomes.failed(err);
+      }
+    },
+  };
+
   const repositories: StoreRepositories = {
     groups: observed(createPostgresGroupsRepository(db), outcomes),
     identities: observed(createPostgresIdentitiesRepository(db), outcomes),
@@ -180,7 +194,7 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     kind: "postgres",
     location: redactDatabaseUrl(url),
     repositories,
-    serverValues,
+    serverValues: sharedValues,
     importer: {
       async transaction() {
         throw unimplemented("import on PostgreSQL");

@@ -22,9 +22,20 @@
  *   That connection is re-opened when it drops, and everything is re-read then (notifications
  *   sent while it was down are lost); a re-read that fails is tried again until it succeeds.
  * So another replica's change is seen once its notification has arrived (the time of a round
- * trip after the commit), not strictly by the next call. A caller that needs "by the next call"
- * awaits `refresh()` (one query) before the call reads its watchers; the engine does not do it
- * on its own, since it costs a query per call.
+ * trip after the commit), not strictly by the next call.
+ *
+ * catchUp: what makes it "by the next call" on every replica (a revocation, a rotation with
+ * --drop-previous). The server awaits it before each call's hooks read the watchers
+ * (src/server/create-app.ts). It asks the database for a fingerprint of server_keys, each row's
+ * name and `xmin` (the id of the transaction that wrote that row version; every UPDATE, INSERT
+ * or DELETE by any writer whatsoever changes the set, and nothing else does), one tiny query
+ * over a handful of rows; only when the fingerprint moved are the rows read again, before the
+ * call goes on. A check answers for the calls that arrived before it was sent: a call that
+ * arrives while one is in flight waits for the next, which is sent when the first returns and
+ * serves every call that arrived meanwhile. So each call sees every change committed before
+ * it arrived, at one query per database round trip however many calls share it (one per call
+ * when calls come one at a time). NOTIFY stays for what reads the values outside a call (the
+ * JWKS document), and so that a check usually finds its rows already read.
  */
 import { eq, inArray, sql } from "drizzle-orm";
 import pg from "pg";
@@ -44,6 +55,8 @@ export interface PostgresServerValues extends ServerValues {
   start(): Promise<void>;
   /** Re-reads every row now (one query); watchers see the result on their next call. */
   refresh(): Promise<void>;
+  /** Resolves once the watchers return every change committed before it was called (see the header). */
+  catchUp(): Promise<void>;
   /** Stops listening. */
   close(): Promise<void>;
 }
@@ -118,6 +131,41 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
     return running;
   };
 
+  // catchUp's fingerprint of server_keys, as last seen; its check in flight, and the next one.
+  let seenFingerprint: string | undefined;
+  let checking: Promise<void> | undefined;
+  let nextCheck: Promise<void> | undefined;
+  const check = async () => {
+    const result = await db.execute<{ f: string }>(
+      sql`SELECT coalesce(string_agg(${serverKeys.name} || ':' || xmin::text, ',' ORDER BY ${serverKeys.name}), '') AS f FROM ${serverKeys}`,
+    );
+    const fingerprint = result.rows[0]?.f ?? "";
+    if (fingerprint === seenFingerprint) return;
+    await requestRefresh("all");
+    // The read above is at least as new as the fingerprint, so this one is safe to keep.
+    seenFingerprint = fingerprint;
+  };
+  const startCheck = (): Promise<void> => {
+    const started: Promise<void> = check().finally(() => {
+      if (checking === started) checking = undefined;
+    });
+    checking = started;
+    return started;
+  };
+  const catchUp = (): Promise<void> => {
+    if (!checking) return startCheck();
+    // The check in flight may have been sent before this call arrived: wait for the next one.
+    if (!nextCheck) {
+      nextCheck = checking
+        .catch(() => {})
+        .then(() => {
+          nextCheck = undefined;
+          return startCheck();
+        });
+    }
+    return nextCheck;
+  };
+
   let listener: pg.Client | undefined;
   let relistenTimer: NodeJS.Timeout | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -190,6 +238,8 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
     },
 
     refresh: () => requestRefresh("all"),
+
+    catchUp,
 
     async close() {
       closed = true;
