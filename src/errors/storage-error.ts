@@ -14,9 +14,12 @@
  * - conflict: the write ran into a concurrent one (a serialization failure or a deadlock) and
  *   still did after the engine's own retries; nothing was written, the request may be sent again;
  * - unique / foreign-key: a constraint refused the write (a bug or a race the code did not
- *   expect: the repositories check these first and answer with their own errors).
+ *   expect: the repositories check these first and answer with their own errors);
+ * - unstorable-text: the request carried text the engine cannot even take as a value (a NUL,
+ *   U+0000, on PostgreSQL). The client's input, not the machine's state; the NUL rule and the
+ *   List filters keep it from reaching an engine, so this is the backstop for a path that does not.
  */
-export type StorageFailureKind = "busy" | "full" | "unavailable" | "corrupt" | "conflict" | "unique" | "foreign-key";
+export type StorageFailureKind = "busy" | "full" | "unavailable" | "corrupt" | "conflict" | "unique" | "foreign-key" | "unstorable-text";
 
 /** A storage failure an engine raised on purpose, with its kind. */
 export class StorageError extends Error {

@@ -11,7 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { storageFailureOf } from "./storage-error.js";
-import { ApiError, aborted, CODE_NAMES, internal, unavailable } from "./api-error.js";
+import { ApiError, aborted, CODE_NAMES, GrpcCode, internal, unavailable } from "./api-error.js";
 import type { Reason } from "./reasons.js";
 
 type OutgoingDetail = ConstructorParameters<typeof ConnectError>[3] extends (infer D)[] | undefined ? D : never;
@@ -54,10 +54,15 @@ export function toConnectError(err: unknown, domain: string): ConvertedError {
  * UNAVAILABLE (503) with a reason naming the condition; nothing was written (the transaction
  * rolled back). A write that lost to a concurrent one, even after the engine's retries, is
  * ABORTED (STORAGE_CONFLICT), the code the API uses for a concurrency conflict: the same
- * request may simply be sent again. Other storage failures stay INTERNAL.
+ * request may simply be sent again. Text the engine cannot take (a NUL on PostgreSQL) is the
+ * client's, INVALID_ARGUMENT. Other storage failures stay INTERNAL.
  */
 function storageFailure(err: unknown): ApiError | undefined {
   const kind = storageFailureOf(err);
+  if (kind === "unstorable-text") {
+    // Which field it was, the engine cannot tell; the NUL rule names it wherever it applies.
+    return new ApiError(GrpcCode.InvalidArgument, "Invalid argument: the request holds a character that cannot be stored or searched for (NUL, U+0000)");
+  }
   if (kind === "conflict") {
     return aborted("the write conflicted with a concurrent one; nothing was changed, send it again", { reason: "STORAGE_CONFLICT" });
   }

@@ -63,6 +63,16 @@ export function keysetClauses(
   return { where, orderBy: [dir(col), dir(uid)] };
 }
 
+/**
+ * Equality with a text the client sent (a List's name filter). No stored text holds a NUL
+ * (U+0000: every write refuses one), so a value holding one matches nothing, and is said as
+ * FALSE rather than sent: PostgreSQL cannot even take it as a parameter (SQLSTATE 22021),
+ * where SQLite compares it and finds nothing. So both engines answer an empty page.
+ */
+export function textEquals(column: Column, value: string, bind: Bind = inline): SQL {
+  return value.includes("\u0000") ? sql`false` : eq(column, bind(value));
+}
+
 /** AND of the given conditions, ignoring undefined ones. */
 export function allOf(conditions: readonly (SQL | undefined)[]): SQL | undefined {
   const present = conditions.filter((c): c is SQL => c !== undefined);

@@ -186,6 +186,10 @@ describePostgres("PostgreSQL failures, mapped", () => {
     expect(mapPostgresError(error)?.code).toBe("ECONNREFUSED");
   });
 
+  it("22021 a NUL in a text value → unstorable_text, the client's input and never INTERNAL", async () => {
+    expect(await failureKind(() => opened.pool.query("SELECT 1 FROM groups WHERE name = $1", ["a\u0000b"]))).toBe("unstorable_text");
+  });
+
   it("53300 too many connections → exhausted", async () => {
     // Superusers are exempt from connection limits: a role of its own, limited to one.
     const role = `limited_${Date.now().toString(36)}`;

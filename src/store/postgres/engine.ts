@@ -15,6 +15,7 @@
  *   conflict (serialization failure or deadlock left
  *             after writeTransaction's retries)           → "conflict" (ABORTED for the caller)
  *   unique / foreign_key                                  → "unique" / "foreign-key"
+ *   unstorable_text (a NUL in a text value, 22021)        → "unstorable-text" (INVALID_ARGUMENT)
  * The health readings follow those outcomes: a call that fails "unavailable" or "busy" marks
  * the database not writable until a call or a probe succeeds again.
  */
@@ -57,6 +58,7 @@ const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
   conflict: "conflict",
   unique: "unique",
   foreign_key: "foreign-key",
+  unstorable_text: "unstorable-text",
 };
 
 /** A PostgreSQL failure as the engine-neutral StorageError; anything else (an ApiError, a bug) as it is. */

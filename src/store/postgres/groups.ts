@@ -28,7 +28,7 @@ import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { failedPrecondition, notFound, permissionDenied } from "../../errors/api-error.js";
 import { builtInRoleUid } from "../builtin-roles.js";
 import { GROUP_CHILD_KINDS, type GroupListFilter, type GroupOrder, type GroupRecord, type GroupsRepository } from "../groups.js";
-import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp, rootOf } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
@@ -67,7 +67,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
     if (f.within !== undefined && f.within.length === 0) return null;
     return allOf([
       ...uidpConditions(groups.uid, groups.parentUid, f.uidp),
-      f.name !== undefined ? eq(groups.name, f.name) : undefined,
+      f.name !== undefined ? textEquals(groups.name, f.name) : undefined,
       withinConditions(groups.uid, f.within),
     ]);
   };
@@ -82,7 +82,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
       const [row] = await db
         .select()
         .from(groups)
-        .where(and(eq(groups.name, name), isNull(groups.parentUid), eq(groups.verified, true)))
+        .where(and(textEquals(groups.name, name), isNull(groups.parentUid), eq(groups.verified, true)))
         .orderBy(asc(groups.createTime), asc(groups.uid))
         .limit(1);
       return row;

@@ -22,7 +22,7 @@ import {
   RELATIONSHIP_TYPES,
   userIdentityUid,
 } from "../identities.js";
-import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { identityRecordOf, newUserIdentityRow, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
@@ -44,7 +44,7 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
   const where = (f: IdentityListFilter) =>
     allOf([
       ...uidpConditions(identities.uid, identities.parentUid, f.uidp),
-      f.name !== undefined ? eq(identities.name, f.name) : undefined,
+      f.name !== undefined ? textEquals(identities.name, f.name) : undefined,
       f.kind !== undefined ? eq(identities.relationshipType, RELATIONSHIP_TYPES[f.kind]) : undefined,
       withinConditions(identities.uid, f.within),
     ]);

@@ -14,7 +14,7 @@ import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { failedPrecondition, notFound } from "../../errors/api-error.js";
 import { BUILT_IN_ROLES, builtInRoleUid } from "../builtin-roles.js";
 import type { GrantView } from "../grant-view.js";
-import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { ROLE_ORDERS, type RoleListFilter, type RoleRecord, type RolesRepository } from "../roles.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
@@ -50,7 +50,7 @@ export function createPostgresRolesRepository(db: PgDb): RolesRepository {
   const where = (f: RoleListFilter) =>
     allOf([
       ...uidpConditions(roles.uid, roles.parentUid, f.uidp),
-      f.name !== undefined ? eq(roles.name, f.name) : undefined,
+      f.name !== undefined ? textEquals(roles.name, f.name) : undefined,
       f.within === undefined ? undefined : or(eq(roles.builtIn, true), withinConditions(roles.uid, f.within)),
     ]);
 

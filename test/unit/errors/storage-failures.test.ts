@@ -1,7 +1,7 @@
 /**
  * Every engine-neutral storage failure kind becomes one answer, the same whichever engine
  * raised it (src/errors/to-connect-error.ts): the machine's conditions UNAVAILABLE, a lost
- * concurrency race ABORTED, the rest INTERNAL; every one is handed back for the log, since the
+ * concurrency race ABORTED, text the engine cannot take INVALID_ARGUMENT, the rest INTERNAL; every one is handed back for the log, since the
  * operator wants to know, never sent.
  */
 import { Code } from "@connectrpc/connect";
@@ -18,6 +18,7 @@ const EXPECTED: Record<StorageFailureKind, { code: Code; reason: string }> = {
   corrupt: { code: Code.Internal, reason: "INTERNAL" },
   unique: { code: Code.Internal, reason: "INTERNAL" },
   "foreign-key": { code: Code.Internal, reason: "INTERNAL" },
+  "unstorable-text": { code: Code.InvalidArgument, reason: "INVALID_ARGUMENT" },
 };
 
 describe("storage failures as the client sees them", () => {
