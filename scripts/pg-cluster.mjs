@@ -20,7 +20,8 @@
  * (fsync, synchronous_commit, full_page_writes): a test cluster is thrown away, never
  * recovered, and durability costs seconds on a shared 2-core machine.
  *
- * Also imported by test/support (globalSetup): `startCluster`, `stopCluster`, `findServerBinaries`.
+ * Also imported by test/support (globalSetup): `startCluster`, `stopCluster`, `findServerBinaries`;
+ * and by the fault tests: `pauseCluster`, `resumeCluster` (a restart of the server, data kept).
  */
 import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -153,6 +154,8 @@ export async function startCluster(options = {}) {
       "-c max_connections=200",
       "-c shared_buffers=32MB",
     ].join(" ");
+    // Kept for resumeCluster, which starts the same cluster again on the same port.
+    fs.writeFileSync(path.join(dir, "settings"), settings);
     await run(path.join(bin, "pg_ctl"), ["-D", dataDir, "-l", path.join(dir, "server.log"), "-o", settings, "-w", "-t", "60", "start"], user);
   } catch (err) {
     await stopCluster(dir).catch(() => {});
@@ -163,13 +166,35 @@ export async function startCluster(options = {}) {
   return { url, dir, user: user.name };
 }
 
+function binOf(dir) {
+  const binFile = path.join(dir, "bin");
+  return fs.existsSync(binFile) ? fs.readFileSync(binFile, "utf8") : ensureServerBinaries();
+}
+
+/**
+ * Stops the cluster in `dir` the way an administrator restarting it does (`pg_ctl -m fast`:
+ * every session is ended, open transactions roll back) and keeps its data, for fault tests;
+ * resumeCluster starts it again.
+ */
+export async function pauseCluster(dir) {
+  await run(path.join(binOf(dir), "pg_ctl"), ["-D", path.join(dir, "data"), "-m", "fast", "-w", "stop"], serverUser());
+}
+
+/** Starts again, on the same data directory and port, a cluster that pauseCluster stopped. */
+export async function resumeCluster(dir) {
+  const settings = fs.readFileSync(path.join(dir, "settings"), "utf8");
+  await run(
+    path.join(binOf(dir), "pg_ctl"),
+    ["-D", path.join(dir, "data"), "-l", path.join(dir, "server.log"), "-o", settings, "-w", "-t", "60", "start"],
+    serverUser(),
+  );
+}
+
 /** Stops the cluster in `dir` (immediately: it is thrown away) and deletes the directory. */
 export async function stopCluster(dir) {
   const dataDir = path.join(dir, "data");
   if (fs.existsSync(path.join(dataDir, "postmaster.pid"))) {
-    const binFile = path.join(dir, "bin");
-    const bin = fs.existsSync(binFile) ? fs.readFileSync(binFile, "utf8") : ensureServerBinaries();
-    await run(path.join(bin, "pg_ctl"), ["-D", dataDir, "-m", "immediate", "-w", "stop"], serverUser());
+    await run(path.join(binOf(dir), "pg_ctl"), ["-D", dataDir, "-m", "immediate", "-w", "stop"], serverUser());
   }
   fs.rmSync(dir, { recursive: true, force: true });
 }
