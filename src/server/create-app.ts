@@ -137,8 +137,16 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     // First, where the engine needs it (PostgreSQL): the shared values (keys, revocations) catch
     // up with every change committed before the call, so a revocation or rotation made on
     // another replica applies to this call (engine.ts `catchUp`). SQLite's watchers need no hook.
+    // Named: its span (with tracing on) is called after it.
     const catchUp = store.serverValues.catchUp;
-    const authHooks: readonly BeforeCallHook[] = catchUp ? [() => catchUp(), ...auth.hooks] : auth.hooks;
+    const authHooks: readonly BeforeCallHook[] = catchUp
+      ? [
+          function catchUpSharedValues() {
+            return catchUp();
+          },
+          ...auth.hooks,
+        ]
+      : auth.hooks;
     const beforeCall = overrides.testHook ? [...authHooks, overrides.testHook] : authHooks;
     const metrics = createMetrics(store.health);
     // Writes refuse a NUL in any string of their request, the same on every engine (nul-text.ts).

@@ -14,6 +14,7 @@ import { decodeJwt } from "jose";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
+import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
 import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/role_bindings_pb.js";
 import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
@@ -159,6 +160,32 @@ describePostgres("three replicas on one PostgreSQL database", () => {
         }
       },
     );
+
+    it("deleting its identity on one replica fails the token on every replica at the next call", async () => {
+      const subject = "repo:acme/short-lived:ref:refs/heads/main";
+      const doomed = String(
+        (await restOk(replica(2).url, "POST", `/iam/v2beta1/identities/${org}`, { name: "short lived", claimMatch: { issuer: idp.issuer, subject } })).uid,
+      );
+      await restOk(replica(0).url, "POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: doomed, roleUid: builtInRoleUid("viewer") });
+      const door = exchangeDoors[0];
+      if (!door) throw new Error("no exchange door");
+      const idToken = await idp.sign({ sub: subject, aud: REPLICA_ISSUER });
+      const token = String(
+        bodyOf(await door.call(replica(1).url, idToken, SecurityTokenService.method.exchange, { aud: [REPLICA_ISSUER], identity: doomed })).token,
+      );
+      for (const r of replicas.all) expect((await callDoors[0]?.call(r.url, token, GroupsService.method.getGroup, { uid: org }))?.ok).toBe(true);
+      const thaw = await freezeChangeNotifications(databaseUrl);
+      try {
+        await ok(callDoors[4]?.call(replica(2).url, op, IdentitiesService.method.deleteIdentity, { uid: doomed }) as Promise<CallOutcome>);
+        for (const r of replicas.all) {
+          for (const d of callDoors) {
+            expect(await d.call(r.url, token, GroupsService.method.getGroup, { uid: org }), `${d.name} on ${r.name}`).toMatchObject({ ok: false, code: 7 });
+          }
+        }
+      } finally {
+        await thaw();
+      }
+    });
 
     it.skipIf(UNPORTED_REPOSITORIES.includes("tokenRevocations" as never))(
       "revoked through one replica's API, it fails on every other at the next call",
