@@ -2,7 +2,8 @@
  * Server values on PostgreSQL (src/store/postgres/server-values.ts) against the real cluster:
  * the same answers as SQLite's for the same changes, one agreed result when two replicas (two
  * pools) update at once, and a watcher on one replica that sees another replica's change
- * (through NOTIFY, and at once after `refresh()`), also after its listening connection dropped.
+ * (through NOTIFY, and at once after `refresh()`), also after its listening connection dropped,
+ * and `catchUp()`, which sees every change committed before it was called, announced or not.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -161,6 +162,62 @@ describePostgres("server values on PostgreSQL", () => {
     } finally {
       await values.close();
       await small.close();
+    }
+  });
+
+  it("catchUp() shows a change that no notification announced (plain SQL) to the very next read", async () => {
+    await a.update(["silent"], NOW, () => [b("before")]);
+    await bValues.catchUp();
+    const watched = bValues.watch(["silent"], ([v]) => v?.toString());
+    expect(watched()).toBe("before");
+    await replicaA.pool.query("UPDATE server_keys SET value = $1 WHERE name = 'silent'", [b("after")]);
+    expect(watched()).toBe("before"); // nothing announced it
+    await bValues.catchUp();
+    expect(watched()).toBe("after");
+    await replicaA.pool.query("DELETE FROM server_keys WHERE name = 'silent'");
+    await bValues.catchUp();
+    expect(watched()).toBeUndefined();
+  });
+
+  it("catchUp() called while a check is in flight waits for the next check, which sees what committed meanwhile", async () => {
+    await a.update(["in-flight"], NOW, () => [b("old")]);
+    // A replica whose fingerprint reads are done at once but answered only when the test says:
+    // so a check is surely in flight, its read surely made, when the change below commits.
+    let answer: () => void = () => {};
+    let gate = new Promise<void>((resolve) => (answer = resolve));
+    const made: Promise<unknown>[] = [];
+    const db = new Proxy(replicaB.db, {
+      get(target, prop) {
+        if (prop !== "execute") return Reflect.get(target, prop);
+        return (query: Parameters<typeof target.execute>[0]) => {
+          const result = target.execute(query);
+          made.push(result);
+          return gate.then(() => result);
+        };
+      },
+    });
+    const values = createPostgresServerValues(db, { url });
+    try {
+      await values.start();
+      const watched = values.watch(["in-flight"], ([v]) => v?.toString());
+      const opened = () => {
+        answer();
+        gate = new Promise<void>((resolve) => (answer = resolve));
+      };
+      const first = values.catchUp();
+      await vi.waitFor(() => expect(made.length).toBe(1));
+      await made[0];
+      await replicaA.pool.query("UPDATE server_keys SET value = $1 WHERE name = 'in-flight'", [b("new")]);
+      const second = values.catchUp();
+      opened();
+      await first;
+      await vi.waitFor(() => expect(made.length).toBe(2));
+      opened();
+      await second;
+      expect(watched()).toBe("new");
+    } finally {
+      answer();
+      await values.close();
     }
   });
 
