@@ -4,6 +4,8 @@
  * the engine maps (src/store/postgres/errors.ts) produced for real and given its meaning.
  */
 import net from "node:net";
+import { sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { createPool, migratePostgres, openPostgres, type OpenedPostgres } from "../../src/store/postgres/connection.js";
@@ -165,6 +167,31 @@ describePostgres("PostgreSQL failures, mapped", () => {
       expect(mapPostgresError(error)?.kind).toBe("unavailable");
       expect((error as { code?: string }).code).toBe("57P01");
       // The next query gets a new connection: no restart of anything.
+      await expect(pool.query("SELECT 1 AS one")).resolves.toMatchObject({ rows: [{ one: 1 }] });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("a connection ended inside a transaction, between its statements, fails that transaction unavailable and throws nothing uncaught", async () => {
+    const seen: Error[] = [];
+    const pool = createPool({ url, poolSize: 1, onIdleError: (err) => seen.push(err) });
+    const db = drizzle(pool);
+    try {
+      const outcome = await db
+        .transaction(async (tx) => {
+          const { rows } = await tx.execute<{ pid: number }>(sql`SELECT pg_backend_pid() AS pid`);
+          await opened.pool.query("SELECT pg_terminate_backend($1)", [rows[0]?.pid]);
+          // The client hears its connection end while no statement of ours is running on it.
+          await vi.waitFor(() => expect(seen.length).toBeGreaterThan(0));
+          await tx.execute(sql`SELECT 1`);
+        })
+        .then(
+          () => "committed",
+          (err: unknown) => mapPostgresError(err)?.kind,
+        );
+      expect(outcome).toBe("unavailable");
+      // The pool dropped the dead connection and opens a new one: no restart of anything.
       await expect(pool.query("SELECT 1 AS one")).resolves.toMatchObject({ rows: [{ one: 1 }] });
     } finally {
       await pool.end();
