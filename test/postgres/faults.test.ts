@@ -44,7 +44,8 @@ function expectUnavailable(outcome: CallOutcome, where: string): void {
   });
 }
 
-describePostgres("faults on PostgreSQL", () => {
+// Real processes on a shared 2-core machine: more time than a single server test needs.
+describePostgres("faults on PostgreSQL", { timeout: 60_000 }, () => {
   afterAll(() => closeGrpcClients());
 
   describe("PostgreSQL restarted under load (a cluster of this test's own)", () => {
@@ -150,12 +151,11 @@ describePostgres("faults on PostgreSQL", () => {
           return String(res.body.uid);
         };
         const org = await post("/iam/v2beta1/groups", { name: "batch org" });
-        const identities: string[] = [];
-        for (let i = 0; i < 20; i++) {
-          identities.push(
-            await post(`/iam/v2beta1/identities/${org}`, { name: `robot ${i}`, claimMatch: { issuer: "https://idp.example.test", subject: `robot-${i}` } }),
-          );
-        }
+        const identities = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            post(`/iam/v2beta1/identities/${org}`, { name: `robot ${i}`, claimMatch: { issuer: "https://idp.example.test", subject: `robot-${i}` } }),
+          ),
+        );
         const role = builtInRoleUid("viewer");
         const requests = identities.map((identityUid) => ({ roleBinding: { identityUid, roleUid: role } }));
         const batchRows = async () =>
@@ -210,7 +210,7 @@ describePostgres("faults on PostgreSQL", () => {
       } finally {
         await replicas.close();
       }
-    });
+    }, 90_000);
 
     it("a full pool answers UNAVAILABLE after the acquire timeout, never hangs, and serves again after", async () => {
       const replicas = await startReplicas(1, databaseUrl, ["--db-pool-size", "1"]);

@@ -33,7 +33,8 @@ import { closeGrpcClients } from "../support/transports.js";
 
 const SUBJECT = "repo:acme/deploy:ref:refs/heads/main";
 
-describePostgres("three replicas on one PostgreSQL database", () => {
+// Real processes on a shared 2-core machine: more time than a single server test needs.
+describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 }, () => {
   let replicas: Replicas;
   let databaseUrl: string;
   let op: string;
