@@ -11,6 +11,7 @@
  * StorageError (src/store/storage-error.ts), so the error module maps it once, as for SQLite:
  *   unavailable (connection lost, server shutting down)  → "unavailable"
  *   exhausted (pool acquire timeout, too many clients)    → "busy"
+ *   lock_timeout (the importer's bounded lock wait)       → "busy"
  *   conflict (serialization failure or deadlock left
  *             after writeTransaction's retries)           → "conflict" (ABORTED for the caller)
  *   unique / foreign_key                                  → "unique" / "foreign-key"
@@ -52,6 +53,7 @@ export const UNPORTED_REPOSITORIES = [
 const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
   unavailable: "unavailable",
   exhausted: "busy",
+  lock_timeout: "busy",
   conflict: "conflict",
   unique: "unique",
   foreign_key: "foreign-key",
