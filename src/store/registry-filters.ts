@@ -6,11 +6,11 @@
  * SQLite's prepared Lists pass named placeholders).
  */
 import type { Column, SQL, Table } from "drizzle-orm";
-import { eq, gte, inArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, notInArray, or, sql } from "drizzle-orm";
 import type { AdvisoryListFilter } from "./advisories.js";
 import { advisoryQueryText } from "./advisory-rows.js";
 import { allOf, type Bind, type ContainsText, inline, textContains, textEquals, textIn, uidpConditions, withinConditions } from "./list-predicates.js";
-import { includedClasses } from "./registry-rows.js";
+import { includedClasses, NOT_VERSIONS } from "./registry-rows.js";
 import type { TagListFilter } from "./tags.js";
 
 /** The tags table's columns a tag list reads. */
@@ -35,6 +35,24 @@ export function tagListConditions(tags: TagFilterColumns, f: TagListFilter, bind
     classes !== undefined ? inArray(tags.generated, classes.map(bind)) : undefined,
     withinConditions(tags.uid, f.within, bind),
   ]);
+}
+
+/**
+ * The reads of a repo's tags summary (GetRepoTagsSummary), over an engine's tags table: the
+ * included tags, the one named "latest" (else the newest), and the longest other name on its
+ * digest (ties by name), never "latest" or "latest-dev".
+ */
+export function tagsSummaryQueries(tags: TagFilterColumns, repoUid: string, include: TagListFilter["include"]) {
+  const classes = includedClasses(include);
+  const matching = and(eq(tags.repoUid, repoUid), classes !== undefined ? inArray(tags.generated, classes) : undefined);
+  return {
+    matching,
+    namedLatest: and(matching, eq(tags.name, "latest")),
+    newestFirst: [desc(tags.updateTime), desc(tags.uid)],
+    versionsOf: (latest: { readonly name: string; readonly digest: string }) =>
+      and(matching, eq(tags.digest, latest.digest), notInArray(tags.name, [...NOT_VERSIONS, latest.name])),
+    longestFirst: [desc(sql`length(${tags.name})`), asc(tags.name)],
+  };
 }
 
 /** The advisory tables an advisory list reads. */

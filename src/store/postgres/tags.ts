@@ -13,11 +13,11 @@
  * Reads of several statements (history, summary) run in one REPEATABLE READ snapshot, so they
  * agree with each other as SQLite's reads in one turn of the event loop do.
  */
-import { and, asc, count, desc, eq, gte, inArray, lt, max, notInArray, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gte, lt, max } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { keysetClauses, allOf, textEquals } from "../list-predicates.js";
-import { tagListConditions } from "../registry-filters.js";
-import { includedClasses, NOT_VERSIONS, type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
+import { tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
+import { type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
 import type { UpsertOutcome } from "../repos.js";
 import { TAG_ORDERS, type TagFields, type TagListFilter, type TagRecord, type TagsRepository } from "../tags.js";
 import { newUidp } from "../uidp.js";
@@ -177,25 +177,30 @@ export function createPostgresTagsRepository(db: PgDb): TagsRepository {
     async summary(repoUid, include) {
       return readSnapshot(db, async (tx) => {
         await requireRepo(tx, repoUid);
-        const classes = includedClasses(include);
-        const matching = and(eq(tags.repoUid, repoUid), classes !== undefined ? inArray(tags.generated, classes) : undefined);
+        const q = tagsSummaryQueries(tags, repoUid, include);
         const [totals] = await tx
           .select({ n: count(), last: max(tags.updateTime) })
           .from(tags)
-          .where(matching);
+          .where(q.matching);
         const n = totals?.n ?? 0;
         if (n === 0) return { tagCount: 0, latestVersion: "" };
-        const [named] = await tx
-          .select()
-          .from(tags)
-          .where(and(matching, eq(tags.name, "latest")));
-        const latest = named ?? (await tx.select().from(tags).where(matching).orderBy(desc(tags.updateTime), desc(tags.uid)).limit(1))[0];
+        const [named] = await tx.select().from(tags).where(q.namedLatest);
+        const latest =
+          named ??
+          (
+            await tx
+              .select()
+              .from(tags)
+              .where(q.matching)
+              .orderBy(...q.newestFirst)
+              .limit(1)
+          )[0];
         if (!latest) return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestVersion: "" };
         const [version] = await tx
           .select({ name: tags.name })
           .from(tags)
-          .where(and(matching, eq(tags.digest, latest.digest), notInArray(tags.name, [...NOT_VERSIONS, latest.name])))
-          .orderBy(desc(sql`length(${tags.name})`), asc(tags.name))
+          .where(q.versionsOf(latest))
+          .orderBy(...q.longestFirst)
           .limit(1);
         return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestTag: tagRecordOf(latest), latestVersion: version?.name ?? "" };
       });

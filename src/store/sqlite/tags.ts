@@ -7,14 +7,14 @@
  * the tag's moves in `tag_history` in the same transaction (`recordTagMove`). No proto types
  * here.
  */
-import { and, asc, count, desc, eq, gte, inArray, lt, max, notInArray, sql } from "drizzle-orm";
+import { and, count, desc, eq, gte, lt, max, sql } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import type { Bind } from "../list-predicates.js";
-import { tagListConditions } from "../registry-filters.js";
+import { tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
 import { preparedLists } from "./list-query.js";
-import { includedClasses, NOT_VERSIONS, type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
+import { type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
 import { requireRepo } from "./repos.js";
 import type { UpsertOutcome } from "../repos.js";
 import { tagHistory, type TagRow, tags } from "./schema.js";
@@ -168,27 +168,29 @@ export function createTagsRepository(db: Db): TagsRepository {
       const tx = db;
       {
         requireRepo(tx, repoUid);
-        const classes = includedClasses(include);
-        const matching = and(eq(tags.repoUid, repoUid), classes !== undefined ? inArray(tags.generated, classes) : undefined);
+        const q = tagsSummaryQueries(tags, repoUid, include);
         const totals = tx
           .select({ n: count(), last: max(tags.updateTime) })
           .from(tags)
-          .where(matching)
+          .where(q.matching)
           .get();
         const n = totals?.n ?? 0;
         if (n === 0) return { tagCount: 0, latestVersion: "" };
         const latest =
+          tx.select().from(tags).where(q.namedLatest).get() ??
           tx
             .select()
             .from(tags)
-            .where(and(matching, eq(tags.name, "latest")))
-            .get() ?? tx.select().from(tags).where(matching).orderBy(desc(tags.updateTime), desc(tags.uid)).limit(1).get();
+            .where(q.matching)
+            .orderBy(...q.newestFirst)
+            .limit(1)
+            .get();
         if (!latest) return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestVersion: "" };
         const version = tx
           .select({ name: tags.name })
           .from(tags)
-          .where(and(matching, eq(tags.digest, latest.digest), notInArray(tags.name, [...NOT_VERSIONS, latest.name])))
-          .orderBy(desc(sql`length(${tags.name})`), asc(tags.name))
+          .where(q.versionsOf(latest))
+          .orderBy(...q.longestFirst)
           .limit(1)
           .get();
         return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestTag: tagRecordOf(latest), latestVersion: version?.name ?? "" };
