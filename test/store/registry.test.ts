@@ -262,8 +262,19 @@ describe.each(ENGINES)("registry repositories on $name", (engineUnderTest) => {
         results.push(await tx.record((w) => w.upsertEolTag(tagUid, eol, NOW + 1)));
         results.push(await tx.record((w) => w.upsertEolTag(tagUid, { ...eol, gracePeriodExpiry: undefined }, NOW + 2)));
         results.push(await tx.record((w) => w.findTagUid(repoUid, NUL)));
+        results.push(seen(await tx.record((w) => w.upsertEolTag(MISSING, eol, NOW)).catch((e: unknown) => e)));
       });
-      expect(results).toEqual(["loaded", "loaded", seen(notFound("repo", MISSING)), "loaded", "loaded", "unchanged", "updated", undefined]);
+      expect(results).toEqual([
+        "loaded",
+        "loaded",
+        seen(notFound("repo", MISSING)),
+        "loaded",
+        "loaded",
+        "unchanged",
+        "updated",
+        undefined,
+        seen(notFound("tag", MISSING)),
+      ]);
       expect(await r.repos.listAll({ uidp: { childrenOf: org }, name: "half-done" }, 10)).toEqual([]);
       const [repo] = await r.repos.listAll({ uidp: { childrenOf: org }, name: "imported" }, 10);
       expect(await r.repoReadmes.get(repo!.uid)).toBe("# imported");

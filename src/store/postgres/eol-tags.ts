@@ -16,9 +16,8 @@ import { tagListWhere } from "./tags.js";
 import type { Tx } from "./transaction.js";
 
 /**
- * Sets the tag's end-of-life facts, in the caller's transaction (the importer's). A tag gone
- * (deleted by another writer since the importer found it) is NOT_FOUND, where SQLite, whose
- * importer holds the only write lock, cannot meet one.
+ * Sets the tag's end-of-life facts, in the caller's transaction (the importer's). @throws
+ * NOT_FOUND (tag; also one deleted by another writer since the importer looked it up).
  */
 export async function upsertEolTagInTx(tx: Tx, tagUid: string, fields: EolFields, now: number): Promise<UpsertOutcome> {
   const [tag] = await tx.select({ uid: tags.uid }).from(tags).where(eq(tags.uid, tagUid)).for("share");
