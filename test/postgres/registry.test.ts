@@ -286,6 +286,54 @@ describePostgres("the registry on PostgreSQL", () => {
     expect(rows).toEqual([]);
   });
 
+  it("answers a rename onto a name another replica commits meanwhile with SQLite's ALREADY_EXISTS (repo and tag)", async () => {
+    const org = await a.repositories.groups.create({ parentUid: null, name: "renames", description: "", verified: false, kind: 0 }, NOW);
+    const repo = await a.repositories.repos.create(org.uid, repoFields("old"), NOW);
+    const tag = await a.repositories.tags.upsert(repo.uid, { name: "old", digest: "sha256:1", deprecated: false, bundles: [] }, NOW);
+    /**
+     * Another writer's insert of the name, not yet committed: invisible to the rename's name
+     * check, so the rename meets it only in the unique index, and waits; then it commits.
+     */
+    const renameAgainstUncommitted = async (insert: string, params: unknown[], rename: () => Promise<unknown>): Promise<unknown> => {
+      const holder = await postgresPoolOf(b).connect();
+      try {
+        await holder.query("BEGIN");
+        await holder.query(insert, params);
+        const outcome = rename().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        for (let waited = 0; ; waited += 10) {
+          const { rows } = await holder.query(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+          );
+          if (rows[0].n >= 1) break;
+          if (waited > 5000) throw new Error("the rename never waited for the uncommitted name");
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        await holder.query("COMMIT");
+        return await outcome;
+      } finally {
+        await holder.query("ROLLBACK").catch(() => {});
+        holder.release();
+      }
+    };
+    const repoErr = await renameAgainstUncommitted(
+      "INSERT INTO repos (uid, parent_uid, name, create_time, update_time) VALUES ($1, $2, 'taken', 0, 0)",
+      [`${org.uid}/00000000000000aa`, org.uid],
+      () => a.repositories.repos.update(repo.uid, { name: "taken" }, NOW + 1),
+    );
+    expect(repoErr).toEqual(alreadyExists("repo", "taken", 'the group already has a repo named "taken"'));
+    const tagErr = await renameAgainstUncommitted(
+      "INSERT INTO tags (uid, repo_uid, name, digest, update_time) VALUES ($1, $2, 'taken', 'd', 0)",
+      [`${repo.uid}/00000000000000bb`, repo.uid],
+      () => a.repositories.tags.replace(tag.uid, { name: "taken", digest: "sha256:1", deprecated: false, bundles: [] }, NOW + 1),
+    );
+    expect(tagErr).toEqual(alreadyExists("tag", "taken", 'the repo already has a tag named "taken"'));
+    expect((await a.repositories.repos.get(repo.uid))?.name).toBe("old");
+    expect((await a.repositories.tags.get(tag.uid))?.name).toBe("old");
+  });
+
   it("ends racing upserts of one repo, one tag and one advisory in one row each, every racer answered", async () => {
     const org = await b.repositories.groups.create({ parentUid: null, name: "upserts", description: "", verified: false, kind: 0 }, NOW);
     for (let round = 0; round < 5; round++) {
