@@ -14,6 +14,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { alreadyExists, ApiError, GrpcCode, notFound } from "../../src/errors/api-error.js";
 import { StorageError, storageFailureOf } from "../../src/errors/storage-error.js";
@@ -139,6 +140,34 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
     },
     (e: unknown) => e,
   );
+}
+
+/**
+ * Runs `write` while another writer's `insert` is in flight, not yet committed: invisible to
+ * the write's own look-ups, so the write meets it only in a unique index, and waits; then the
+ * other writer commits. Resolves to the write's error, or undefined when it succeeded.
+ */
+async function againstUncommitted(pool: pg.Pool, insert: string, params: unknown[], write: () => Promise<unknown>): Promise<unknown> {
+  const holder = await pool.connect();
+  try {
+    await holder.query("BEGIN");
+    await holder.query(insert, params);
+    const outcome = write().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    for (let waited = 0; ; waited += 10) {
+      const { rows } = await holder.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+      if (rows[0].n >= 1) break;
+      if (waited > 5000) throw new Error("the write never waited for the uncommitted row");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await holder.query("COMMIT");
+    return await outcome;
+  } finally {
+    await holder.query("ROLLBACK").catch(() => {});
+    holder.release();
+  }
 }
 
 describePostgres("the registry on PostgreSQL", () => {
@@ -290,41 +319,15 @@ describePostgres("the registry on PostgreSQL", () => {
     const org = await a.repositories.groups.create({ parentUid: null, name: "renames", description: "", verified: false, kind: 0 }, NOW);
     const repo = await a.repositories.repos.create(org.uid, repoFields("old"), NOW);
     const tag = await a.repositories.tags.upsert(repo.uid, { name: "old", digest: "sha256:1", deprecated: false, bundles: [] }, NOW);
-    /**
-     * Another writer's insert of the name, not yet committed: invisible to the rename's name
-     * check, so the rename meets it only in the unique index, and waits; then it commits.
-     */
-    const renameAgainstUncommitted = async (insert: string, params: unknown[], rename: () => Promise<unknown>): Promise<unknown> => {
-      const holder = await postgresPoolOf(b).connect();
-      try {
-        await holder.query("BEGIN");
-        await holder.query(insert, params);
-        const outcome = rename().then(
-          () => undefined,
-          (e: unknown) => e,
-        );
-        for (let waited = 0; ; waited += 10) {
-          const { rows } = await holder.query(
-            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-          );
-          if (rows[0].n >= 1) break;
-          if (waited > 5000) throw new Error("the rename never waited for the uncommitted name");
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        await holder.query("COMMIT");
-        return await outcome;
-      } finally {
-        await holder.query("ROLLBACK").catch(() => {});
-        holder.release();
-      }
-    };
-    const repoErr = await renameAgainstUncommitted(
+    const repoErr = await againstUncommitted(
+      postgresPoolOf(b),
       "INSERT INTO repos (uid, parent_uid, name, create_time, update_time) VALUES ($1, $2, 'taken', 0, 0)",
       [`${org.uid}/00000000000000aa`, org.uid],
       () => a.repositories.repos.update(repo.uid, { name: "taken" }, NOW + 1),
     );
     expect(repoErr).toEqual(alreadyExists("repo", "taken", 'the group already has a repo named "taken"'));
-    const tagErr = await renameAgainstUncommitted(
+    const tagErr = await againstUncommitted(
+      postgresPoolOf(b),
       "INSERT INTO tags (uid, repo_uid, name, digest, update_time) VALUES ($1, $2, 'taken', 'd', 0)",
       [`${repo.uid}/00000000000000bb`, repo.uid],
       () => a.repositories.tags.replace(tag.uid, { name: "taken", digest: "sha256:1", deprecated: false, bundles: [] }, NOW + 1),
@@ -332,6 +335,48 @@ describePostgres("the registry on PostgreSQL", () => {
     expect(tagErr).toEqual(alreadyExists("tag", "taken", 'the repo already has a tag named "taken"'));
     expect((await a.repositories.repos.get(repo.uid))?.name).toBe("old");
     expect((await a.repositories.tags.get(tag.uid))?.name).toBe("old");
+  });
+
+  it("turns an upsert that lost its insert to another replica into an update of that replica's row", async () => {
+    const org = await a.repositories.groups.create({ parentUid: null, name: "lost-inserts", description: "", verified: false, kind: 0 }, NOW);
+    const repoUid = `${org.uid}/00000000000000cc`;
+    let repo: unknown;
+    expect(
+      await againstUncommitted(
+        postgresPoolOf(b),
+        "INSERT INTO repos (uid, parent_uid, name, description, create_time, update_time) VALUES ($1, $2, 'shared', 'theirs', 5, 5)",
+        [repoUid, org.uid],
+        async () => {
+          repo = await a.repositories.repos.upsert(org.uid, repoFields("shared"), NOW);
+        },
+      ),
+    ).toBeUndefined();
+    expect(repo).toEqual({ ...repoFields("shared"), uid: repoUid, parentUid: org.uid, createTime: 5, updateTime: NOW });
+    const tagUid = `${repoUid}/00000000000000dd`;
+    let outcome: unknown;
+    expect(
+      await againstUncommitted(
+        postgresPoolOf(b),
+        "INSERT INTO tags (uid, repo_uid, name, digest, update_time) VALUES ($1, $2, 'latest', 'sha256:theirs', 5)",
+        [tagUid, repoUid],
+        async () => {
+          outcome = await a.importer.transaction((tx) =>
+            tx.record((w) => w.upsertTag(repoUid, { name: "latest", digest: "sha256:ours", deprecated: false, bundles: [] }, NOW)),
+          );
+        },
+      ),
+    ).toBeUndefined();
+    expect(outcome).toBe("updated");
+    expect(await a.repositories.tags.get(tagUid)).toEqual({
+      uid: tagUid,
+      repoUid,
+      name: "latest",
+      digest: "sha256:ours",
+      deprecated: false,
+      bundles: [],
+      updateTime: NOW,
+    });
+    expect(await a.repositories.tags.history(tagUid, {}, 10)).toEqual([{ digest: "sha256:ours", moveTime: NOW }]);
   });
 
   it("ends racing upserts of one repo, one tag and one advisory in one row each, every racer answered", async () => {
