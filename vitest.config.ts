@@ -9,6 +9,7 @@ const POSTGRES_MATRIX = [
   "test/store/identities.test.ts",
   "test/store/list-statements.property.test.ts",
   "test/store/registry-lists.test.ts",
+  "test/store/registry.test.ts",
   "test/store/role-bindings.test.ts",
   "test/store/roles.test.ts",
 ];

@@ -49,7 +49,7 @@ describePostgres("the PostgreSQL engine", () => {
     expect(engine.serverValues.watch(["engine-test"], ([v]) => v?.toString())()).toBe("v");
   });
 
-  it("answers UNIMPLEMENTED naming the repository and method for everything not ported, the importer included", async () => {
+  it("answers UNIMPLEMENTED naming the repository and method for every repository not ported", async () => {
     for (const name of UNPORTED_REPOSITORIES) {
       const repo = engine.repositories[name] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
       const err = await repo.list!({}, {}).then(
@@ -60,13 +60,18 @@ describePostgres("the PostgreSQL engine", () => {
       expect((err as ApiError).code).toBe(GrpcCode.Unimplemented);
       expect((err as ApiError).message).toContain(`${name}.list on PostgreSQL`);
     }
-    const importErr = await engine.importer
-      .transaction(async () => 1)
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    expect((importErr as ApiError).code).toBe(GrpcCode.Unimplemented);
+  });
+
+  it("serves the registry and the importer's writer through the interface, across replicas", async () => {
+    const org = await engine.repositories.groups.create({ parentUid: null, name: "registry", description: "", verified: false, kind: 0 }, NOW);
+    const outcome = await engine.importer.transaction((tx) =>
+      tx.record((w) => w.upsertRepo(org.uid, { name: "nginx", description: "", catalogTier: 0, bundles: [], aliases: [], activeTags: [] }, NOW)),
+    );
+    expect(outcome).toBe("loaded");
+    const [repo] = await other.repositories.repos.list({ uidp: { childrenOf: org.uid } }, { order: "uid", desc: false, offset: 0, limit: 10 });
+    expect(repo?.name).toBe("nginx");
+    const tag = await other.repositories.tags.upsert(repo!.uid, { name: "latest", digest: "sha256:1", deprecated: false, bundles: [] }, NOW);
+    expect(await engine.repositories.tags.get(tag.uid)).toEqual(tag);
   });
 
   it("fails a call on a full pool with StorageError busy (UNAVAILABLE for the caller), marks itself not writable, and recovers", async () => {

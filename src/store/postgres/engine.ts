@@ -3,15 +3,17 @@
  * (src/store/engine.ts), assembling what is ported so far; `openStore` (src/store/open.ts) opens it
  * for a `--database postgres://…`.
  *
- * Ported: groups, identities, roles, role bindings (the authorization path), the server values
- * (server-values.ts) and the built-in roles. Every other repository, and the importer, answer
- * every call with UNIMPLEMENTED naming the repository and the method: never a wrong answer,
- * and never a crash of the server.
+ * Ported: groups, identities, roles, role bindings (the authorization path), the registry (repos,
+ * tags, READMEs, deployments, registry settings, end-of-life tags), advisories, the importer's
+ * writer (import-writer.ts), the server values (server-values.ts) and the built-in roles. Every
+ * other repository answers every call with UNIMPLEMENTED naming the repository and the method:
+ * never a wrong answer, and never a crash of the server.
  *
  * Failures: every repository call's PostgreSQL failure leaves here as the engine-neutral
  * StorageError (src/store/storage-error.ts), so the error module maps it once, as for SQLite:
  *   unavailable (connection lost, server shutting down)  → "unavailable"
  *   exhausted (pool acquire timeout, too many clients)    → "busy"
+ *   lock_timeout (the importer's bounded lock wait)       → "busy"
  *   conflict (serialization failure or deadlock left
  *             after writeTransaction's retries)           → "conflict" (ABORTED for the caller)
  *   unique / foreign_key                                  → "unique" / "foreign-key"
@@ -26,11 +28,19 @@ import type { StoreEngine, StoreRepositories } from "../engine.js";
 import { isUnwritableFailure, StorageError, type StorageFailureKind } from "../../errors/storage-error.js";
 import { openPostgres, type PostgresOptions } from "./connection.js";
 import { mapPostgresError, type PostgresFailureKind } from "./errors.js";
+import { createPostgresAdvisoriesRepository } from "./advisories.js";
+import { createPostgresEolTagsRepository } from "./eol-tags.js";
 import { createPostgresGroupsRepository } from "./groups.js";
 import { createPostgresIdentitiesRepository } from "./identities.js";
+import { createPostgresImportWriter, DEFAULT_IMPORT_LOCK_TIMEOUT_MS } from "./import-writer.js";
+import { createPostgresRegistrySettingsRepository } from "./registry-settings.js";
+import { createPostgresRepoDeploymentsRepository } from "./repo-deployments.js";
+import { createPostgresRepoReadmesRepository } from "./repo-readmes.js";
+import { createPostgresReposRepository } from "./repos.js";
 import { createPostgresRoleBindingsRepository } from "./role-bindings.js";
 import { createPostgresRolesRepository, ensureBuiltInRolesPostgres } from "./roles.js";
 import { createPostgresServerValues, type PostgresServerValues } from "./server-values.js";
+import { createPostgresTagsRepository } from "./tags.js";
 import { writeTransaction } from "./transaction.js";
 
 /** The repositories not ported to PostgreSQL yet (each answers UNIMPLEMENTED). */
@@ -40,13 +50,6 @@ export const UNPORTED_REPOSITORIES = [
   "scimCredentials",
   "accountAssociations",
   "groupInvites",
-  "repos",
-  "tags",
-  "repoReadmes",
-  "repoDeployments",
-  "registrySettings",
-  "eolTags",
-  "advisories",
   "tokenRevocations",
   "refreshTokens",
 ] as const satisfies readonly (keyof StoreRepositories)[];
@@ -54,6 +57,7 @@ export const UNPORTED_REPOSITORIES = [
 const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
   unavailable: "unavailable",
   exhausted: "busy",
+  lock_timeout: "busy",
   conflict: "conflict",
   unique: "unique",
   foreign_key: "foreign-key",
@@ -105,6 +109,11 @@ function observed<T extends object>(repo: T, outcomes: Outcomes): T {
   return out as T;
 }
 
+export interface PostgresEngineOptions extends Omit<PostgresOptions, "url"> {
+  /** How long an import's statement waits for a row lock before the import stops "busy" (ms; default 1000). */
+  readonly importLockTimeoutMs?: number;
+}
+
 export interface PostgresEngine extends StoreEngine {
   readonly serverValues: PostgresServerValues;
   /** Like close(), and resolves once every connection has ended. */
@@ -125,7 +134,7 @@ export function postgresPoolOf(engine: StoreEngine): pg.Pool {
  * values and starts listening for other replicas' changes to them.
  * @throws StorageError "unavailable"/"busy" when the server cannot be reached; Error when a newer build migrated it.
  */
-export async function openPostgresEngine(url: string, options: Omit<PostgresOptions, "url"> = {}): Promise<PostgresEngine> {
+export async function openPostgresEngine(url: string, options: PostgresEngineOptions = {}): Promise<PostgresEngine> {
   let opened: Awaited<ReturnType<typeof openPostgres>>;
   try {
     opened = await openPostgres({ ...options, url });
@@ -164,6 +173,13 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     identities: observed(createPostgresIdentitiesRepository(db), outcomes),
     roles: observed(createPostgresRolesRepository(db), outcomes),
     roleBindings: observed(createPostgresRoleBindingsRepository(db), outcomes),
+    repos: observed(createPostgresReposRepository(db), outcomes),
+    tags: observed(createPostgresTagsRepository(db), outcomes),
+    repoReadmes: observed(createPostgresRepoReadmesRepository(db), outcomes),
+    repoDeployments: observed(createPostgresRepoDeploymentsRepository(db), outcomes),
+    registrySettings: observed(createPostgresRegistrySettingsRepository(db), outcomes),
+    eolTags: observed(createPostgresEolTagsRepository(db), outcomes),
+    advisories: observed(createPostgresAdvisoriesRepository(db), outcomes),
     ...(Object.fromEntries(UNPORTED_REPOSITORIES.map((name) => [name, unported(name)])) as Pick<StoreRepositories, (typeof UNPORTED_REPOSITORIES)[number]>),
   };
 
@@ -181,11 +197,10 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     location: redactDatabaseUrl(url),
     repositories,
     serverValues,
-    importer: {
-      async transaction() {
-        throw unimplemented("import on PostgreSQL");
-      },
-    },
+    importer: observed(
+      createPostgresImportWriter(db, { lockTimeoutMs: options.importLockTimeoutMs ?? DEFAULT_IMPORT_LOCK_TIMEOUT_MS, storageError: asStorageError }),
+      outcomes,
+    ),
     health: {
       writable: () => writable,
       msSinceLastOutcome: () => Date.now() - lastOutcomeAt,
