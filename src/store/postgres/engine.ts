@@ -2,10 +2,12 @@
  * The PostgreSQL engine: a node-postgres pool behind the StoreEngine interface
  * (src/store/engine.ts), assembling what is ported so far. Not reachable from `openStore` yet.
  *
- * Ported: groups, identities, roles, role bindings (the authorization path), the server values
- * (server-values.ts) and the built-in roles. Every other repository, and the importer, answer
- * every call with UNIMPLEMENTED naming the repository and the method: never a wrong answer,
- * and never a crash of the server.
+ * Ported: every IAM repository (groups, identities, roles, role bindings, group access requests,
+ * identity providers and their SCIM state, account associations, group invites, token
+ * revocations, refresh tokens; each file's header says which rows it locks and why), the
+ * server values (server-values.ts) and the built-in roles. Every other repository, and the
+ * importer, answer every call with UNIMPLEMENTED naming the repository and the method: never a
+ * wrong answer, and never a crash of the server.
  *
  * Failures: every repository call's PostgreSQL failure leaves here as the engine-neutral
  * StorageError (src/store/storage-error.ts), so the error module maps it once, as for SQLite:
@@ -24,20 +26,22 @@ import type { StoreEngine, StoreRepositories } from "../engine.js";
 import { isUnwritableFailure, StorageError, type StorageFailureKind } from "../../errors/storage-error.js";
 import { openPostgres, type PostgresOptions } from "./connection.js";
 import { mapPostgresError, type PostgresFailureKind } from "./errors.js";
+import { createPostgresAccountAssociationsRepository } from "./account-associations.js";
+import { createPostgresGroupAccessRequestsRepository } from "./group-access-requests.js";
+import { createPostgresGroupInvitesRepository } from "./group-invites.js";
 import { createPostgresGroupsRepository } from "./groups.js";
 import { createPostgresIdentitiesRepository } from "./identities.js";
+import { createPostgresIdentityProvidersRepository } from "./identity-providers.js";
+import { createPostgresRefreshTokensRepository } from "./refresh-tokens.js";
 import { createPostgresRoleBindingsRepository } from "./role-bindings.js";
 import { createPostgresRolesRepository, ensureBuiltInRolesPostgres } from "./roles.js";
+import { createPostgresScimCredentialsRepository } from "./scim-credentials.js";
 import { createPostgresServerValues, type PostgresServerValues } from "./server-values.js";
+import { createPostgresTokenRevocationsRepository } from "./token-revocations.js";
 import { writeTransaction } from "./transaction.js";
 
 /** The repositories not ported to PostgreSQL yet (each answers UNIMPLEMENTED). */
 export const UNPORTED_REPOSITORIES = [
-  "groupAccessRequests",
-  "identityProviders",
-  "scimCredentials",
-  "accountAssociations",
-  "groupInvites",
   "repos",
   "tags",
   "repoReadmes",
@@ -45,8 +49,6 @@ export const UNPORTED_REPOSITORIES = [
   "registrySettings",
   "eolTags",
   "advisories",
-  "tokenRevocations",
-  "refreshTokens",
 ] as const satisfies readonly (keyof StoreRepositories)[];
 
 const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
@@ -173,6 +175,13 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     identities: observed(createPostgresIdentitiesRepository(db), outcomes),
     roles: observed(createPostgresRolesRepository(db), outcomes),
     roleBindings: observed(createPostgresRoleBindingsRepository(db), outcomes),
+    groupAccessRequests: observed(createPostgresGroupAccessRequestsRepository(db), outcomes),
+    identityProviders: observed(createPostgresIdentityProvidersRepository(db), outcomes),
+    scimCredentials: observed(createPostgresScimCredentialsRepository(db), outcomes),
+    accountAssociations: observed(createPostgresAccountAssociationsRepository(db), outcomes),
+    groupInvites: observed(createPostgresGroupInvitesRepository(db), outcomes),
+    tokenRevocations: observed(createPostgresTokenRevocationsRepository(serverValues), outcomes),
+    refreshTokens: observed(createPostgresRefreshTokensRepository(db), outcomes),
     ...(Object.fromEntries(UNPORTED_REPOSITORIES.map((name) => [name, unported(name)])) as Pick<StoreRepositories, (typeof UNPORTED_REPOSITORIES)[number]>),
   };
 
