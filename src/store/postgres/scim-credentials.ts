@@ -13,7 +13,8 @@
  *   commits (the other is ABORTED, ETAG_MISMATCH), never a unique-index error;
  * - the escalation guard judges the provider's default role as it stays until commit: a
  *   provider update (which locks the row too) cannot swap in a stronger default role between
- *   the guard and the write; the guard's reads of roles and bindings are plain, as SQLite's;
+ *   the guard and the write, and the role itself is read FOR SHARE before the guard runs, so
+ *   a change of its capabilities (FOR UPDATE) waits until the change committed;
  * - a provider deleted meanwhile: the change waits and then finds no provider (NOT_FOUND),
  *   or the delete waits for it and removes its SCIM row with it (cascade).
  * Turning SCIM on counts the organization's owners without locking them: an owner removed
@@ -23,7 +24,7 @@
 import { and, eq, inArray } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { builtInRoleUid } from "../builtin-roles.js";
-import type { ScimCredentialsRepository, ScimProvider, ScimState } from "../scim-credentials.js";
+import type { ScimCredentialsRepository, ScimGuard, ScimProvider, ScimState } from "../scim-credentials.js";
 import {
   generatedScimColumns,
   INITIAL_SCIM_STATE,
@@ -40,7 +41,7 @@ import {
 import { rootOf } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
-import { identityProviders, roleBindings, scimCredentials } from "./schema.js";
+import { identityProviders, roleBindings, roles, scimCredentials } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
 
 type ScimCredentialRow = typeof scimCredentials.$inferSelect;
@@ -60,6 +61,12 @@ export function createPostgresScimCredentialsRepository(db: PgDb): ScimCredentia
       .for("update");
     if (!provider) throw notFound("identity provider", uid);
     return { provider, row: await rowOf(tx, uid) };
+  }
+
+  /** Runs the caller's escalation guard on the provider, its default role locked FOR SHARE (see the header). */
+  async function judge(tx: Tx, guard: ScimGuard, provider: ScimProvider): Promise<void> {
+    await tx.select({ uid: roles.uid }).from(roles).where(eq(roles.uid, provider.defaultRole)).for("share");
+    await runGuard(tx, guard, provider);
   }
 
   async function write(tx: Tx, uid: string, row: ScimCredentialRow | undefined, set: ScimColumns, now: number): Promise<ScimState> {
@@ -97,7 +104,7 @@ export function createPostgresScimCredentialsRepository(db: PgDb): ScimCredentia
       return writeTransaction(db, async (tx) => {
         const { provider, row } = await lockProvider(tx, uid);
         const set = generatedScimColumns(uid, row, token);
-        await runGuard(tx, guard, provider);
+        await judge(tx, guard, provider);
         return write(tx, uid, row, set, now);
       });
     },
@@ -107,7 +114,7 @@ export function createPostgresScimCredentialsRepository(db: PgDb): ScimCredentia
         const { provider, row } = await lockProvider(tx, uid);
         requireScimIssued(uid, row);
         requireScimEtag(uid, row, etag);
-        await runGuard(tx, guard, provider);
+        await judge(tx, guard, provider);
         return write(tx, uid, row, regeneratedScimColumns(row, token, overlapMs, now), now);
       });
     },
@@ -127,7 +134,7 @@ export function createPostgresScimCredentialsRepository(db: PgDb): ScimCredentia
         requireScimEtag(uid, row, etag);
         if ((row?.enabled ?? false) === enabled) return scimStateOf(row);
         if (enabled) {
-          await runGuard(tx, guard, provider);
+          await judge(tx, guard, provider);
           const org = rootOf(provider.parentUid);
           const owners = await tx
             .selectDistinct({ identityUid: roleBindings.identityUid })
