@@ -6,6 +6,7 @@ const POSTGRES_MATRIX = [
   "test/store/advisories.test.ts",
   "test/store/group-invites.test.ts",
   "test/store/groups-list.test.ts",
+  "test/store/iam-records.test.ts",
   "test/store/identities.test.ts",
   "test/store/list-statements.property.test.ts",
   "test/store/registry-lists.test.ts",

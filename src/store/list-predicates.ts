@@ -100,3 +100,27 @@ export type ContainsText = (col: Column, needle: unknown) => SQL;
 export function textContains(contains: ContainsText, col: Column, needle: string, bind: Bind = inline): SQL {
   return holdsNul(needle) ? sql`false` : contains(col, bind(needle));
 }
+
+/**
+ * How an engine says "no '/' in `uid` from character `from` (1-based) on", or anywhere when
+ * `from` is undefined (SQLite: instr/substr; PostgreSQL: strpos/substr).
+ */
+export type NoSlashFrom = (uid: Column, from: unknown) => SQL;
+
+/**
+ * The UIDP filter over a table whose uid is its group's uid and that has no parent column
+ * (account associations): `children_of` and `in_root` test the uid's shape. A direct child of
+ * P is a uid under "P/" with no further '/', a root has no '/'. The other filters are the
+ * shared ones; the uid column stands in for the parent column they never read.
+ */
+export function uidShapeConditions(uid: Column, f: UidpFilter, noSlashFrom: NoSlashFrom, bind: Bind = inline): SQL[] {
+  const { childrenOf, inRoot, ...rest } = f;
+  const out = uidpConditions(uid, uid, rest, bind);
+  if (childrenOf) {
+    out.push(...uidpConditions(uid, uid, { descendantsOf: childrenOf }, bind));
+    // A value like any other: a prepared statement serves every children_of parent.
+    out.push(noSlashFrom(uid, bind(childrenOf.length + 2)));
+  }
+  if (inRoot) out.push(noSlashFrom(uid, undefined));
+  return out;
+}

@@ -1,13 +1,9 @@
 /**
  * The PostgreSQL engine: a node-postgres pool behind the StoreEngine interface
- * (src/store/engine.ts), assembling what is ported so far; `openStore` (src/store/open.ts) opens it
- * for a `--database postgres://…`.
- *
- * Ported: groups, identities, roles, role bindings (the authorization path), the registry (repos,
- * tags, READMEs, deployments, registry settings, end-of-life tags), advisories, the importer's
- * writer (import-writer.ts), the server values (server-values.ts) and the built-in roles. Every
- * other repository answers every call with UNIMPLEMENTED naming the repository and the method:
- * never a wrong answer, and never a crash of the server.
+ * (src/store/engine.ts), which `openStore` (src/store/open.ts) opens for a
+ * `--database postgres://…`. It assembles every repository (each file's header says which rows
+ * it locks and why), the importer's writer (import-writer.ts), the server values shared by
+ * every replica (server-values.ts) and the built-in roles.
  *
  * Failures: every repository call's PostgreSQL failure leaves here as the engine-neutral
  * StorageError (src/store/storage-error.ts), so the error module maps it once, as for SQLite:
@@ -22,7 +18,6 @@
  */
 import { sql } from "drizzle-orm";
 import type pg from "pg";
-import { unimplemented } from "../../errors/api-error.js";
 import { redactDatabaseUrl } from "../target.js";
 import type { StoreEngine, StoreRepositories } from "../engine.js";
 import { isUnwritableFailure, StorageError, type StorageFailureKind } from "../../errors/storage-error.js";
@@ -37,22 +32,18 @@ import { createPostgresRegistrySettingsRepository } from "./registry-settings.js
 import { createPostgresRepoDeploymentsRepository } from "./repo-deployments.js";
 import { createPostgresRepoReadmesRepository } from "./repo-readmes.js";
 import { createPostgresReposRepository } from "./repos.js";
+import { createPostgresAccountAssociationsRepository } from "./account-associations.js";
+import { createPostgresGroupAccessRequestsRepository } from "./group-access-requests.js";
+import { createPostgresGroupInvitesRepository } from "./group-invites.js";
+import { createPostgresIdentityProvidersRepository } from "./identity-providers.js";
+import { createPostgresRefreshTokensRepository } from "./refresh-tokens.js";
 import { createPostgresRoleBindingsRepository } from "./role-bindings.js";
 import { createPostgresRolesRepository, ensureBuiltInRolesPostgres } from "./roles.js";
+import { createPostgresScimCredentialsRepository } from "./scim-credentials.js";
 import { createPostgresServerValues, type PostgresServerValues } from "./server-values.js";
 import { createPostgresTagsRepository } from "./tags.js";
+import { createPostgresTokenRevocationsRepository } from "./token-revocations.js";
 import { writeTransaction } from "./transaction.js";
-
-/** The repositories not ported to PostgreSQL yet (each answers UNIMPLEMENTED). */
-export const UNPORTED_REPOSITORIES = [
-  "groupAccessRequests",
-  "identityProviders",
-  "scimCredentials",
-  "accountAssociations",
-  "groupInvites",
-  "tokenRevocations",
-  "refreshTokens",
-] as const satisfies readonly (keyof StoreRepositories)[];
 
 const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
   unavailable: "unavailable",
@@ -68,19 +59,6 @@ function asStorageError(err: unknown): unknown {
   if (err instanceof StorageError) return err;
   const mapped = mapPostgresError(err);
   return mapped ? new StorageError(STORAGE_KINDS[mapped.kind], mapped.message, { cause: mapped }) : err;
-}
-
-/** A repository whose every method rejects with UNIMPLEMENTED naming it (see the header). */
-function unported<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get(_target, prop) {
-      // Not a method: `await repo`, inspection, string conversion find nothing rather than a function.
-      if (typeof prop !== "string" || prop === "then" || prop === "toJSON") return undefined;
-      return async () => {
-        throw unimplemented(`${name}.${prop} on PostgreSQL`);
-      };
-    },
-  });
 }
 
 interface Outcomes {
@@ -180,7 +158,13 @@ export async function openPostgresEngine(url: string, options: PostgresEngineOpt
     registrySettings: observed(createPostgresRegistrySettingsRepository(db), outcomes),
     eolTags: observed(createPostgresEolTagsRepository(db), outcomes),
     advisories: observed(createPostgresAdvisoriesRepository(db), outcomes),
-    ...(Object.fromEntries(UNPORTED_REPOSITORIES.map((name) => [name, unported(name)])) as Pick<StoreRepositories, (typeof UNPORTED_REPOSITORIES)[number]>),
+    groupAccessRequests: observed(createPostgresGroupAccessRequestsRepository(db), outcomes),
+    identityProviders: observed(createPostgresIdentityProvidersRepository(db), outcomes),
+    scimCredentials: observed(createPostgresScimCredentialsRepository(db), outcomes),
+    accountAssociations: observed(createPostgresAccountAssociationsRepository(db), outcomes),
+    groupInvites: observed(createPostgresGroupInvitesRepository(db), outcomes),
+    tokenRevocations: observed(createPostgresTokenRevocationsRepository(serverValues), outcomes),
+    refreshTokens: observed(createPostgresRefreshTokensRepository(db), outcomes),
   };
 
   let closing: Promise<void> | undefined;
