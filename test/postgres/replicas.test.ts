@@ -20,7 +20,6 @@ import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/rep
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
 import { TokensService } from "../../gen/trellis/iam/v1/tokens_pb.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { UNPORTED_REPOSITORIES } from "../../src/store/postgres/engine.js";
 import { bodyOf, type CallOutcome, callDoors } from "../support/call-method.js";
 import { cliRunner } from "../support/cli.js";
 import { exchangeDoors } from "../support/exchange-doors.js";
@@ -188,30 +187,27 @@ describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 
       }
     });
 
-    it.skipIf((UNPORTED_REPOSITORIES as readonly string[]).includes("tokenRevocations"))(
-      "revoked through one replica's API, it fails on every other at the next call",
-      async () => {
-        await bind(0);
-        const token = await exchangeOn(0);
-        for (const r of replicas.all) expect((await callDoors[4]?.call(r.url, token, GroupsService.method.getGroup, { uid: org }))?.ok).toBe(true);
-        const thaw = await freezeChangeNotifications(databaseUrl);
-        try {
-          const jti = String(decodeJwt(token).jti);
-          await ok(callDoors[0]?.call(replica(0).url, op, TokensService.method.revokeTokens, { identity, jti }) as Promise<CallOutcome>);
-          for (const r of replicas.all) {
-            for (const door of callDoors) {
-              expect(await door.call(r.url, token, GroupsService.method.getGroup, { uid: org }), `${door.name} on ${r.name}`).toMatchObject({
-                ok: false,
-                code: 16,
-                reason: "TOKEN_REVOKED",
-              });
-            }
+    it("revoked through one replica's API, it fails on every other at the next call", async () => {
+      await bind(0);
+      const token = await exchangeOn(0);
+      for (const r of replicas.all) expect((await callDoors[4]?.call(r.url, token, GroupsService.method.getGroup, { uid: org }))?.ok).toBe(true);
+      const thaw = await freezeChangeNotifications(databaseUrl);
+      try {
+        const jti = String(decodeJwt(token).jti);
+        await ok(callDoors[0]?.call(replica(0).url, op, TokensService.method.revokeTokens, { identity, jti }) as Promise<CallOutcome>);
+        for (const r of replicas.all) {
+          for (const door of callDoors) {
+            expect(await door.call(r.url, token, GroupsService.method.getGroup, { uid: org }), `${door.name} on ${r.name}`).toMatchObject({
+              ok: false,
+              code: 16,
+              reason: "TOKEN_REVOKED",
+            });
           }
-        } finally {
-          await thaw();
         }
-      },
-    );
+      } finally {
+        await thaw();
+      }
+    });
 
     it("after `trellis keys rotate --drop-previous`, a token the dropped key signed fails on every replica at once", async () => {
       await bind(1);
@@ -283,25 +279,22 @@ describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 
     expect(await orphanCount()).toBe(0);
   });
 
-  it.skipIf((UNPORTED_REPOSITORIES as readonly string[]).includes("repos"))(
-    "the same repo name created at once on two replicas is created exactly once",
-    async () => {
-      const random = seededRandom(7);
-      const org = String((await restOk(replica(0).url, "POST", "/iam/v2beta1/groups", { name: "registry org" })).uid);
-      for (let round = 0; round < 12; round++) {
-        const name = `app-${round}`;
-        const doorA = callDoors[Math.floor(random() * callDoors.length)];
-        const doorB = callDoors[Math.floor(random() * callDoors.length)];
-        if (!doorA || !doorB) throw new Error("no door");
-        const outcomes = await Promise.all([
-          doorA.call(replica(round).url, op, ReposService.method.createRepo, { parent: org, repo: { name } }),
-          doorB.call(replica(round + 1).url, op, ReposService.method.createRepo, { parent: org, repo: { name } }),
-        ]);
-        expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
-        expect(outcomes.find((o) => !o.ok)).toMatchObject({ ok: false, code: 6 });
-        const rows = Number((await sql.query("SELECT count(*)::int AS n FROM repos WHERE parent_uid = $1 AND name = $2", [org, name])).rows[0].n);
-        expect(rows).toBe(1);
-      }
-    },
-  );
+  it("the same repo name created at once on two replicas is created exactly once", async () => {
+    const random = seededRandom(7);
+    const org = String((await restOk(replica(0).url, "POST", "/iam/v2beta1/groups", { name: "registry org" })).uid);
+    for (let round = 0; round < 12; round++) {
+      const name = `app-${round}`;
+      const doorA = callDoors[Math.floor(random() * callDoors.length)];
+      const doorB = callDoors[Math.floor(random() * callDoors.length)];
+      if (!doorA || !doorB) throw new Error("no door");
+      const outcomes = await Promise.all([
+        doorA.call(replica(round).url, op, ReposService.method.createRepo, { parent: org, repo: { name } }),
+        doorB.call(replica(round + 1).url, op, ReposService.method.createRepo, { parent: org, repo: { name } }),
+      ]);
+      expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
+      expect(outcomes.find((o) => !o.ok)).toMatchObject({ ok: false, code: 6 });
+      const rows = Number((await sql.query("SELECT count(*)::int AS n FROM repos WHERE parent_uid = $1 AND name = $2", [org, name])).rows[0].n);
+      expect(rows).toBe(1);
+    }
+  });
 });

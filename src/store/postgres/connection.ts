@@ -73,12 +73,10 @@ export function createPool(options: PostgresOptions): pg.Pool {
   // is reported as an 'error' event with no query to fail; unhandled, it would end the process.
   // The pool drops that connection and opens a new one on the next query.
   pool.on("error", (err) => options.onIdleError?.(err));
-  // A connection the server ends while it is checked out (a transaction between two of its
-  // statements, or mid-statement) also emits 'error' on its client, and pg-pool listens only
-  // while the client is idle: unheard, that event is an uncaught exception, which stops the
-  // server. The statement in flight or the transaction's next one fails by itself ("not
-  // queryable", mapped to unavailable), and the pool drops the client when it comes back, so
-  // hearing the event is all that is needed.
+  // A client checked out of the pool (a transaction between two statements, an import batch
+  // between two records) whose server connection ends emits 'error' with no query to fail and
+  // no pool listener attached: unhandled, that too would end the process. Its next query fails
+  // instead (and is mapped like any lost connection), and the pool drops it when released.
   pool.on("connect", (client) => client.on("error", (err) => options.onIdleError?.(err)));
   return pool;
 }
