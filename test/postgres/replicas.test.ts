@@ -140,6 +140,8 @@ describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 
         String(b.uid),
       );
 
+    const unbind = (uid: string) => ok(callDoors[4]?.call(replica(2).url, op, RoleBindingsService.method.deleteRoleBinding, { uid }) as Promise<CallOutcome>);
+
     it.each(callDoors.map((d, i) => [d.name, d, i] as const))(
       "is verified by the others, and its revoked binding fails on every replica at the next call (%s)",
       async (_name, door, n) => {
@@ -188,7 +190,7 @@ describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 
     });
 
     it("revoked through one replica's API, it fails on every other at the next call", async () => {
-      await bind(0);
+      const binding = await bind(0);
       const token = await exchangeOn(0);
       for (const r of replicas.all) expect((await callDoors[4]?.call(r.url, token, GroupsService.method.getGroup, { uid: org }))?.ok).toBe(true);
       const thaw = await freezeChangeNotifications(databaseUrl);
@@ -206,11 +208,12 @@ describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 
         }
       } finally {
         await thaw();
+        await unbind(binding);
       }
     });
 
     it("after `trellis keys rotate --drop-previous`, a token the dropped key signed fails on every replica at once", async () => {
-      await bind(1);
+      const binding = await bind(1);
       const old = await exchangeOn(1);
       // Verified (and remembered) on every replica first.
       for (const r of replicas.all)
@@ -240,6 +243,7 @@ describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 
         await thaw();
         // The operator token of the other tests was signed by the dropped key too.
         op = await replicas.operatorToken();
+        await unbind(binding);
       }
     });
   });
