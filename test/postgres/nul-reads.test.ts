@@ -3,13 +3,16 @@
  * uid) is answered on PostgreSQL exactly as on SQLite, never INTERNAL: PostgreSQL cannot even
  * take such a text as a parameter (SQLSTATE 22021), where SQLite compares it and finds
  * nothing. One server per engine side by side, the same rows in both, and every read method of
- * the services on PostgreSQL today, with a NUL in each of its string fields in turn and in all
- * at once, on every door.
+ * the IAM services, with a NUL in each of its string fields in turn and in all at once, on
+ * every door.
  */
 import type { DescMessage, DescMethodUnary, DescService } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { AccountAssociationsService } from "../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
+import { GroupInvitesService } from "../../gen/chainguard/platform/iam/v2beta1/group_invites_pb.js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/chainguard/platform/iam/v2beta1/identities_pb.js";
+import { IdentityProvidersService } from "../../gen/chainguard/platform/iam/v2beta1/identity_providers_pb.js";
 import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/role_bindings_pb.js";
 import { RolesService } from "../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
 import { readHttpRules } from "../../src/transcode/http-rule.js";
@@ -19,8 +22,16 @@ import { describePostgres, freshPostgresDatabase } from "../support/postgres.js"
 import { rest } from "../support/rest.js";
 import { closeGrpcClients } from "../support/transports.js";
 
-/** The services whose repositories PostgreSQL has (the others answer UNIMPLEMENTED there). */
-const SERVICES: readonly DescService[] = [GroupsService, IdentitiesService, RolesService, RoleBindingsService];
+/** The IAM services (the registry's have their own NUL tests). */
+const SERVICES: readonly DescService[] = [
+  GroupsService,
+  IdentitiesService,
+  RolesService,
+  RoleBindingsService,
+  IdentityProvidersService,
+  GroupInvitesService,
+  AccountAssociationsService,
+];
 const PROBE = "nul probe";
 const WITH_NUL = `${PROBE}\u0000x`;
 

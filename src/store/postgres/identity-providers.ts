@@ -20,7 +20,7 @@ import { count, eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { changedOidc, identityProviderRecordOf, serializeOidc, storedClientSecret } from "../identity-provider-rows.js";
 import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
-import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
@@ -34,7 +34,7 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
   const where = (f: IdentityProviderListFilter) =>
     allOf([
       ...uidpConditions(identityProviders.uid, identityProviders.parentUid, f.uidp),
-      f.name !== undefined ? eq(identityProviders.name, f.name) : undefined,
+      f.name !== undefined ? textEquals(identityProviders.name, f.name) : undefined,
       withinConditions(identityProviders.uid, f.within),
     ]);
 
