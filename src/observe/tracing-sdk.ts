@@ -179,7 +179,7 @@ export function createCallTracing(settings: TracingSettings, log: Logger, subjec
 
   const childFailed = (span: Span, error: unknown) => recordError(span, error, true);
 
-  function traceRepository(name: string, repository: object): object {
+  function traceRepository(name: string, repository: object, dbSystem: string): object {
     const traced: Record<string, unknown> = {};
     for (const key of Object.keys(repository)) {
       const member = (repository as Record<string, unknown>)[key];
@@ -188,7 +188,7 @@ export function createCallTracing(settings: TracingSettings, log: Logger, subjec
         continue;
       }
       const spanName = `store ${name}.${key}`;
-      const attributes = { "db.system.name": "sqlite", "db.operation.name": `${name}.${key}` };
+      const attributes = { "db.system.name": dbSystem, "db.operation.name": `${name}.${key}` };
       traced[key] = (...args: unknown[]) => {
         const parent = contexts.active();
         if (trace.getSpan(parent) === undefined) return member.apply(repository, args);
@@ -255,10 +255,12 @@ export function createCallTracing(settings: TracingSettings, log: Logger, subjec
       };
     },
 
-    traceStore<S extends object>(store: S): S {
+    traceStore<S extends object>(store: S, engineKind: string): S {
+      // OpenTelemetry's names for the database systems ("postgresql", not our "postgres").
+      const dbSystem = engineKind === "postgres" ? "postgresql" : engineKind;
       const traced: Record<string, unknown> = {};
       for (const [name, repository] of Object.entries(store)) {
-        traced[name] = typeof repository === "object" && repository !== null ? traceRepository(name, repository) : repository;
+        traced[name] = typeof repository === "object" && repository !== null ? traceRepository(name, repository, dbSystem) : repository;
       }
       return traced as S;
     },

@@ -47,8 +47,11 @@ export interface CallTracing {
   traceCall(method: DescMethod, call: UnaryCall): UnaryCall;
   /** A before-call hook as a child span named after the hook (`authenticate`, `authorize`). */
   traceHook(hook: CallHook): CallHook;
-  /** Every repository method as a child span of the call that called it (`store groups.get`). */
-  traceStore<S extends object>(store: S): S;
+  /**
+   * Every repository method as a child span of the call that called it (`store groups.get`),
+   * its `db.system.name` said by the engine's kind (`StoreEngine.kind`).
+   */
+  traceStore<S extends object>(store: S, engineKind: string): S;
   /** Exports what is still buffered and stops (graceful shutdown). */
   shutdown(): Promise<void>;
 }

@@ -110,7 +110,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     await store.ensureBuiltInRoles(now());
     const untracedCtx = await createServiceContext(store, now);
     // With tracing on, every repository call becomes a child span of the call that made it.
-    const ctx = tracing ? { ...untracedCtx, store: tracing.traceStore(untracedCtx.store) } : untracedCtx;
+    const ctx = tracing ? { ...untracedCtx, store: tracing.traceStore(untracedCtx.store, store.kind) } : untracedCtx;
     const trust = config.trust ?? EMPTY_TRUST;
     const grantsOf = (identityUid: string) => ctx.store.roleBindings.grantsOf(identityUid);
     // Authentication and authorization first: they plan from the descriptors alone, and the

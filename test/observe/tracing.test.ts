@@ -16,6 +16,7 @@ import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_
 import { tracingSdkLoaded, tracingSettings } from "../../src/observe/tracing.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken } from "../support/auth.js";
+import { TEST_ENGINE } from "../support/postgres.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlp-receiver.js";
 import { rest } from "../support/rest.js";
 import { closeGrpcClients, rpcTransports } from "../support/transports.js";
@@ -189,7 +190,10 @@ describe("tracing set-up", () => {
       const authorize = spans.find((s) => s.name === "authorize") as ReceivedSpan;
       const grants = spans.find((s) => s.name === "store roleBindings.grantsOf") as ReceivedSpan;
       expect([authorize.parentSpanId, grants.parentSpanId]).toEqual([server.spanId, authorize.spanId]);
-      expect(grants.attributes).toMatchObject({ "db.system.name": "sqlite", "db.operation.name": "roleBindings.grantsOf" });
+      expect(grants.attributes).toMatchObject({
+        "db.system.name": TEST_ENGINE === "postgres" ? "postgresql" : "sqlite",
+        "db.operation.name": "roleBindings.grantsOf",
+      });
       expect(authorize.status.code).toBe(2);
       expect(authorize.events[0]?.attributes["exception.type"]).toBe("PERMISSION_DENIED");
       expect(server.attributes).toMatchObject({ "rpc.response.status_code": "PERMISSION_DENIED", "enduser.id": user });
