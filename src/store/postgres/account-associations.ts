@@ -14,12 +14,13 @@
  *   blocks it validates are the ones it overwrites (two replicas' updates apply one after the
  *   other, neither lost).
  */
-import { count, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../../errors/api-error.js";
 import { accountAssociationRecordOf } from "../account-association-rows.js";
 import { ACCOUNT_ASSOCIATION_ORDERS, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
-import { allOf, keysetClauses, type NoSlashFrom, uidShapeConditions, withinConditions } from "../list-predicates.js";
+import { allOf, type NoSlashFrom, uidShapeConditions, withinConditions } from "../list-predicates.js";
 import type { PgDb } from "./connection.js";
+import { keysetLists } from "./list-query.js";
 import { lockParentGroup } from "./iam-locks.js";
 import { accountAssociations } from "./schema.js";
 import { writeTransaction } from "./transaction.js";
@@ -36,6 +37,8 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
       f.name !== undefined ? eq(accountAssociations.name, f.name) : undefined,
       withinConditions(accountAssociations.uid, f.within),
     ]);
+
+  const lists = keysetLists(db, { table: accountAssociations, orders: ACCOUNT_ASSOCIATION_ORDERS, where, toRecord: accountAssociationRecordOf });
 
   return {
     async get(uid) {
@@ -78,22 +81,7 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
       await writeTransaction(db, (tx) => tx.delete(accountAssociations).where(eq(accountAssociations.uid, uid)));
     },
 
-    async list(filter, page) {
-      const column = accountAssociations[ACCOUNT_ASSOCIATION_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, accountAssociations.uid, page, column === accountAssociations.uid);
-      const rows = await db
-        .select()
-        .from(accountAssociations)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-      return rows.map(accountAssociationRecordOf);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(accountAssociations).where(where(filter));
-      return row?.n ?? 0;
-    },
+    list: lists.list,
+    count: lists.count,
   };
 }

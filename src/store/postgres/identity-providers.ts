@@ -16,13 +16,14 @@
  * delete needs the provider's row lock as any DELETE does, so it waits for those writers; its
  * SCIM row goes with it (cascade).
  */
-import { count, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { changedOidc, identityProviderRecordOf, serializeOidc, storedClientSecret } from "../identity-provider-rows.js";
 import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
-import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
+import { keysetLists } from "./list-query.js";
 import { runGuard } from "./grant-view.js";
 import { lockAssignableRole, lockParentGroup } from "./iam-locks.js";
 import { identityProviders } from "./schema.js";
@@ -42,6 +43,8 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
     const [row] = await db.select().from(identityProviders).where(eq(identityProviders.uid, uid));
     return row;
   };
+
+  const lists = keysetLists(db, { table: identityProviders, orders: IDENTITY_PROVIDER_ORDERS, where, toRecord: identityProviderRecordOf });
 
   return {
     async get(uid) {
@@ -93,23 +96,8 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
       if (deleted.length === 0) throw notFound("identity provider", uid);
     },
 
-    async list(filter, page) {
-      const column = identityProviders[IDENTITY_PROVIDER_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, identityProviders.uid, page, column === identityProviders.uid);
-      const rows = await db
-        .select()
-        .from(identityProviders)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-      return rows.map(identityProviderRecordOf);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(identityProviders).where(where(filter));
-      return row?.n ?? 0;
-    },
+    list: lists.list,
+    count: lists.count,
 
     async clientSecret(uid) {
       const row = await getRow(uid);
