@@ -15,8 +15,8 @@
  *   other, neither lost).
  */
 import { eq, sql } from "drizzle-orm";
-import { alreadyExists, notFound } from "../../errors/api-error.js";
-import { accountAssociationRecordOf } from "../account-association-rows.js";
+import { notFound } from "../../errors/api-error.js";
+import { accountAssociationExists, accountAssociationRecordOf, accountAssociationUpdate, newAccountAssociationRow } from "../account-association-rows.js";
 import { ACCOUNT_ASSOCIATION_ORDERS, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
 import { allOf, type NoSlashFrom, uidShapeConditions, withinConditions } from "../list-predicates.js";
 import type { PgDb } from "./connection.js";
@@ -49,18 +49,9 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
     async create(association, now) {
       return writeTransaction(db, async (tx) => {
         await lockParentGroup(tx, association.groupUid);
-        const row: AccountAssociationRow = {
-          uid: association.groupUid,
-          name: association.name,
-          description: association.description,
-          providers: JSON.stringify(association.providers),
-          createTime: now,
-          updateTime: now,
-        };
+        const row = newAccountAssociationRow(association, now);
         const inserted = await tx.insert(accountAssociations).values(row).onConflictDoNothing().returning({ uid: accountAssociations.uid });
-        if (inserted.length === 0) {
-          throw alreadyExists("account association", association.groupUid, `group ${association.groupUid} already has an account association`);
-        }
+        if (inserted.length === 0) throw accountAssociationExists(association.groupUid);
         return accountAssociationRecordOf(row);
       });
     },
@@ -69,9 +60,7 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
       return writeTransaction(db, async (tx) => {
         const [existing] = await tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).for("update");
         if (!existing) throw notFound("account association", uid);
-        const { providers, ...own } = plan(accountAssociationRecordOf(existing));
-        const set: Partial<AccountAssociationRow> = { ...own, updateTime: now };
-        if (providers !== undefined) set.providers = JSON.stringify(providers);
+        const set = accountAssociationUpdate(plan(accountAssociationRecordOf(existing)), now);
         const [row] = await tx.update(accountAssociations).set(set).where(eq(accountAssociations.uid, uid)).returning();
         return accountAssociationRecordOf(row as AccountAssociationRow);
       });

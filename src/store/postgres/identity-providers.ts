@@ -18,10 +18,9 @@
  */
 import { eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
-import { changedOidc, identityProviderRecordOf, serializeOidc, storedClientSecret } from "../identity-provider-rows.js";
+import { identityProviderRecordOf, identityProviderUpdate, newIdentityProviderRow, storedClientSecret } from "../identity-provider-rows.js";
 import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
 import { allOf, uidpConditions, withinConditions } from "../list-predicates.js";
-import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
 import { runGuard } from "./grant-view.js";
@@ -57,16 +56,7 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
         await lockParentGroup(tx, provider.parentUid);
         await lockAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
         if (guard) await runGuard(tx, guard, provider.parentUid, provider.defaultRole);
-        const row: IdentityProviderRow = {
-          uid: newUidp(provider.parentUid),
-          parentUid: provider.parentUid,
-          name: provider.name,
-          description: provider.description,
-          defaultRole: provider.defaultRole,
-          oidc: serializeOidc(provider.oidc),
-          createTime: now,
-          updateTime: now,
-        };
+        const row = newIdentityProviderRow(provider, now);
         await tx.insert(identityProviders).values(row);
         return identityProviderRecordOf(row);
       });
@@ -77,13 +67,12 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
         const [existing] = await tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).for("update");
         if (!existing) throw notFound("identity provider", uid);
         const current = identityProviderRecordOf(existing);
-        const { oidc, ...own } = plan(current);
-        if (own.defaultRole !== undefined && own.defaultRole !== current.defaultRole) {
-          await lockAssignableRole(tx, own.defaultRole, current.parentUid, "default_role");
-          if (guard) await runGuard(tx, guard, current.parentUid, own.defaultRole);
+        const changes = plan(current);
+        if (changes.defaultRole !== undefined && changes.defaultRole !== current.defaultRole) {
+          await lockAssignableRole(tx, changes.defaultRole, current.parentUid, "default_role");
+          if (guard) await runGuard(tx, guard, current.parentUid, changes.defaultRole);
         }
-        const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };
-        if (oidc !== undefined) set.oidc = changedOidc(existing.oidc, oidc);
+        const set = identityProviderUpdate(existing.oidc, changes, now);
         const [row] = await tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).returning();
         return identityProviderRecordOf(row as IdentityProviderRow);
       });
