@@ -13,10 +13,10 @@
  * Reads of several statements (history, summary) run in one REPEATABLE READ snapshot, so they
  * agree with each other as SQLite's reads in one turn of the event loop do.
  */
-import { and, count, desc, eq, gte, lt, max } from "drizzle-orm";
+import { and, count, eq, max } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { textEquals } from "../list-predicates.js";
-import { tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
+import { tagHistoryQuery, tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
 import { type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
 import type { UpsertOutcome } from "../repos.js";
 import { TAG_ORDERS, type TagFields, type TagListFilter, type TagRecord, type TagsRepository } from "../tags.js";
@@ -134,17 +134,12 @@ export function createPostgresTagsRepository(db: PgDb): TagsRepository {
     async history(uid, range, limit) {
       return readSnapshot(db, async (tx) => {
         if (!(await readTag(tx, uid))) throw notFound("tag", uid);
+        const q = tagHistoryQuery(tagHistory, uid, range);
         return tx
           .select({ digest: tagHistory.digest, moveTime: tagHistory.moveTime })
           .from(tagHistory)
-          .where(
-            and(
-              eq(tagHistory.tagUid, uid),
-              range.start !== undefined ? gte(tagHistory.moveTime, range.start) : undefined,
-              range.end !== undefined ? lt(tagHistory.moveTime, range.end) : undefined,
-            ),
-          )
-          .orderBy(desc(tagHistory.moveTime), desc(tagHistory.seq))
+          .where(q.where)
+          .orderBy(...q.newestFirst)
           .limit(limit + 1);
       });
     },
