@@ -20,12 +20,12 @@ import { alreadyExists, ApiError, GrpcCode, notFound } from "../../src/errors/ap
 import { StorageError, storageFailureOf } from "../../src/errors/storage-error.js";
 import { ADVISORY_ORDERS, type AdvisoryFields, type AdvisoryListFilter } from "../../src/store/advisories.js";
 import type { StoreEngine } from "../../src/store/engine.js";
-import type { KeysetQuery } from "../../src/store/lists.js";
 import { copySqliteToPostgres } from "../../src/store/postgres/copy.js";
 import { openPostgresEngine, type PostgresEngine, postgresPoolOf } from "../../src/store/postgres/engine.js";
 import { REPO_ORDERS, type RepoFields, type RepoListFilter } from "../../src/store/repos.js";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.js";
 import { GeneratedTag, TAG_ORDERS, type TagListFilter } from "../../src/store/tags.js";
+import { allPages } from "../support/store-answers.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 
 const NOW = 1_700_000_000_000;
@@ -42,6 +42,9 @@ const repoFields = (name: string): RepoFields => ({
 /** Names whose bytewise order differs from a dictionary's, with case and punctuation ties. */
 const NAMES = ["nginx", "Nginx", "_under", "a b", "a-b", "a.b", "0zero", "Zed"];
 const TAG_NAMES = ["latest", "Latest", "1.2", "1.2.3", "1.2-r1", "1.2-20250101", "sha256-abc", "v_1"];
+
+/** Pages of four, the first skipping a row: cursors and `skip` both at work. */
+const PAGING = { limit: 4, firstOffset: 1 };
 
 function advisory(i: number): AdvisoryFields {
   const pick = <T>(values: readonly T[]) => values[i % values.length] as T;
@@ -111,26 +114,6 @@ async function seed(store: StoreEngine): Promise<void> {
       }
     }
   });
-}
-
-/** Every page of a list, following cursors as the API does. */
-async function allPages<F, O extends string, R extends { uid: string }>(
-  repo: { list(f: F, p: KeysetQuery<O>): Promise<R[]> },
-  filter: F,
-  order: O,
-  desc: boolean,
-  value: (row: R, order: O) => string | number,
-): Promise<R[]> {
-  const seen: R[] = [];
-  let after: KeysetQuery<O>["after"];
-  for (let guard = 0; guard < 200; guard++) {
-    const page = await repo.list(filter, { order, desc, after, offset: guard === 0 ? 1 : 0, limit: 4 });
-    seen.push(...page);
-    if (page.length < 4) return seen;
-    const last = page[page.length - 1]!;
-    after = { value: value(last, order), uid: last.uid };
-  }
-  throw new Error("paging did not end");
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -208,8 +191,8 @@ describePostgres("the registry on PostgreSQL", () => {
     for (const f of repoFilters) {
       for (const order of REPO_ORDERS.keys) {
         for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.repos, f, order, desc, REPO_ORDERS.value);
-          expect(await allPages(a.repositories.repos, f, order, desc, REPO_ORDERS.value), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
+          const want = await allPages(lite.repositories.repos, f, order, desc, REPO_ORDERS.value, PAGING);
+          expect(await allPages(a.repositories.repos, f, order, desc, REPO_ORDERS.value, PAGING), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
         }
       }
       expect(await a.repositories.repos.count(f)).toBe(await lite.repositories.repos.count(f));
@@ -226,8 +209,8 @@ describePostgres("the registry on PostgreSQL", () => {
     for (const f of tagFilters) {
       for (const order of TAG_ORDERS.keys) {
         for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.tags, f, order, desc, TAG_ORDERS.value);
-          expect(await allPages(a.repositories.tags, f, order, desc, TAG_ORDERS.value), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
+          const want = await allPages(lite.repositories.tags, f, order, desc, TAG_ORDERS.value, PAGING);
+          expect(await allPages(a.repositories.tags, f, order, desc, TAG_ORDERS.value, PAGING), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
         }
       }
       expect(await a.repositories.tags.count(f)).toBe(await lite.repositories.tags.count(f));
@@ -269,8 +252,10 @@ describePostgres("the registry on PostgreSQL", () => {
     for (const f of filters) {
       for (const order of ADVISORY_ORDERS.keys) {
         for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value);
-          expect(await allPages(a.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
+          const want = await allPages(lite.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value, PAGING);
+          expect(await allPages(a.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value, PAGING), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(
+            want,
+          );
         }
       }
       expect(await a.repositories.advisories.count(f), JSON.stringify(f)).toBe(await lite.repositories.advisories.count(f));
