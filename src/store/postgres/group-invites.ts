@@ -26,8 +26,7 @@ import { allOf, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
-import { runGuard } from "./grant-view.js";
-import { lockAssignableRole, lockBindingTriples, lockParentGroup } from "./iam-locks.js";
+import { lockBindingTriples, lockParentGroup, lockRoleToGrant } from "./iam-locks.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
 
@@ -68,8 +67,7 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
     async create(invite, now, guard) {
       return writeTransaction(db, async (tx) => {
         await lockParentGroup(tx, invite.parentUid);
-        await lockAssignableRole(tx, invite.roleUid, invite.parentUid, "role_uid");
-        if (guard) await runGuard(tx, guard, invite.parentUid, invite.roleUid);
+        await lockRoleToGrant(tx, invite.roleUid, invite.parentUid, "role_uid", guard);
         const { keyId, code, codeHash } = newInviteCode();
         const uid = newUidp(invite.parentUid);
         await tx.insert(groupInvites).values({

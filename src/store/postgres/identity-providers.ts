@@ -23,8 +23,7 @@ import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type Identit
 import { allOf, uidpConditions, withinConditions } from "../list-predicates.js";
 import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
-import { runGuard } from "./grant-view.js";
-import { lockAssignableRole, lockParentGroup } from "./iam-locks.js";
+import { lockParentGroup, lockRoleToGrant } from "./iam-locks.js";
 import { identityProviders } from "./schema.js";
 import { writeTransaction } from "./transaction.js";
 
@@ -54,8 +53,7 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
     async create(provider, now, guard) {
       return writeTransaction(db, async (tx) => {
         await lockParentGroup(tx, provider.parentUid);
-        await lockAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
-        if (guard) await runGuard(tx, guard, provider.parentUid, provider.defaultRole);
+        await lockRoleToGrant(tx, provider.defaultRole, provider.parentUid, "default_role", guard);
         const row = newIdentityProviderRow(provider, now);
         await tx.insert(identityProviders).values(row);
         return identityProviderRecordOf(row);
@@ -69,8 +67,7 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
         const current = identityProviderRecordOf(existing);
         const changes = plan(current);
         if (changes.defaultRole !== undefined && changes.defaultRole !== current.defaultRole) {
-          await lockAssignableRole(tx, changes.defaultRole, current.parentUid, "default_role");
-          if (guard) await runGuard(tx, guard, current.parentUid, changes.defaultRole);
+          await lockRoleToGrant(tx, changes.defaultRole, current.parentUid, "default_role", guard);
         }
         const set = identityProviderUpdate(existing.oidc, changes, now);
         const [row] = await tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).returning();
