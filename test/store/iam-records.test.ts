@@ -179,6 +179,23 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
       expect(await r.identityProviders.count({ uidp: {}, within: [] })).toBe(0);
     });
 
+    it("a List filter value holding NUL matches nothing and fails nothing (providers, associations, invites), as on SQLite", async () => {
+      // Read methods skip the NUL rule (they store nothing), so such a value reaches the store;
+      // PostgreSQL refuses NUL in any text parameter, so the filter must never bind it.
+      await r.identityProviders.create(provider(org, "a"), NOW);
+      await r.accountAssociations.create({ groupUid: org, name: "a", description: "", providers: {} }, NOW);
+      await r.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: false, ttlMs: 60_000 }, NOW);
+      const page = { order: "uid" as const, desc: false, offset: 0, limit: 10 };
+      const nul = "a\u0000";
+      expect(await r.identityProviders.list({ uidp: {}, name: nul }, page)).toEqual([]);
+      expect(await r.identityProviders.count({ uidp: {}, name: nul })).toBe(0);
+      expect(await r.accountAssociations.list({ uidp: {}, name: nul }, page)).toEqual([]);
+      expect(await r.accountAssociations.count({ uidp: {}, name: nul })).toBe(0);
+      expect(await r.groupInvites.list({ uidp: {}, keyId: nul }, page)).toEqual([]);
+      expect(await r.groupInvites.count({ uidp: {}, keyId: nul })).toBe(0);
+      expect(await r.groupInvites.count({ uidp: {} })).toBe(1);
+    });
+
     describe("SCIM state", () => {
       const allow = () => {};
 

@@ -18,7 +18,7 @@ import { eq, sql } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { accountAssociationExists, accountAssociationRecordOf, accountAssociationUpdate, newAccountAssociationRow } from "../account-association-rows.js";
 import { ACCOUNT_ASSOCIATION_ORDERS, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
-import { allOf, type NoSlashFrom, uidShapeConditions, withinConditions } from "../list-predicates.js";
+import { allOf, type NoSlashFrom, textEquals, uidShapeConditions, withinConditions } from "../list-predicates.js";
 import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
 import { lockParentGroup } from "./iam-locks.js";
@@ -34,7 +34,7 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
   const where = (f: AccountAssociationListFilter) =>
     allOf([
       ...uidShapeConditions(accountAssociations.uid, f.uidp, noSlashFrom),
-      f.name !== undefined ? eq(accountAssociations.name, f.name) : undefined,
+      f.name !== undefined ? textEquals(accountAssociations.name, f.name) : undefined,
       withinConditions(accountAssociations.uid, f.within),
     ]);
 

@@ -22,7 +22,7 @@ import { and, eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { groupInviteRecordOf, inviteLookup, inviteNotFound, newInviteCode, requireInvitedEmail, requireUnexpired } from "../group-invite-rows.js";
 import { GROUP_INVITE_ORDERS, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
-import { allOf, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
@@ -52,7 +52,7 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
   const where = (f: GroupInviteListFilter) =>
     allOf([
       ...uidpConditions(groupInvites.uid, groupInvites.parentUid, f.uidp),
-      f.keyId !== undefined ? eq(groupInvites.keyId, f.keyId) : undefined,
+      f.keyId !== undefined ? textEquals(groupInvites.keyId, f.keyId) : undefined,
       withinConditions(groupInvites.uid, f.within),
     ]);
 

@@ -20,7 +20,7 @@ import { eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { identityProviderRecordOf, identityProviderUpdate, newIdentityProviderRow, storedClientSecret } from "../identity-provider-rows.js";
 import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
-import { allOf, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
 import { lockParentGroup, lockRoleToGrant } from "./iam-locks.js";
@@ -33,7 +33,7 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
   const where = (f: IdentityProviderListFilter) =>
     allOf([
       ...uidpConditions(identityProviders.uid, identityProviders.parentUid, f.uidp),
-      f.name !== undefined ? eq(identityProviders.name, f.name) : undefined,
+      f.name !== undefined ? textEquals(identityProviders.name, f.name) : undefined,
       withinConditions(identityProviders.uid, f.within),
     ]);
 
