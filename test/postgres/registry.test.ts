@@ -25,7 +25,7 @@ import { openPostgresEngine, type PostgresEngine, postgresPoolOf } from "../../s
 import { REPO_ORDERS, type RepoFields, type RepoListFilter } from "../../src/store/repos.js";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.js";
 import { GeneratedTag, TAG_ORDERS, type TagListFilter } from "../../src/store/tags.js";
-import { allPages } from "../support/store-answers.js";
+import { expectSamePages } from "../support/store-answers.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 
 const NOW = 1_700_000_000_000;
@@ -189,12 +189,7 @@ describePostgres("the registry on PostgreSQL", () => {
       { uidp: {}, name: "a b" },
     ];
     for (const f of repoFilters) {
-      for (const order of REPO_ORDERS.keys) {
-        for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.repos, f, order, desc, REPO_ORDERS.value, PAGING);
-          expect(await allPages(a.repositories.repos, f, order, desc, REPO_ORDERS.value, PAGING), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
-        }
-      }
+      await expectSamePages(lite.repositories.repos, a.repositories.repos, f, REPO_ORDERS, PAGING);
       expect(await a.repositories.repos.count(f)).toBe(await lite.repositories.repos.count(f));
       expect(await a.repositories.repos.listAll(f, 5)).toEqual(await lite.repositories.repos.listAll(f, 5));
     }
@@ -207,12 +202,7 @@ describePostgres("the registry on PostgreSQL", () => {
       { uidp: {}, digest: "sha256:moved", updatedSince: NOW + 3, include: [GeneratedTag.Dated], within: [orgs[1]!] },
     ];
     for (const f of tagFilters) {
-      for (const order of TAG_ORDERS.keys) {
-        for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.tags, f, order, desc, TAG_ORDERS.value, PAGING);
-          expect(await allPages(a.repositories.tags, f, order, desc, TAG_ORDERS.value, PAGING), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
-        }
-      }
+      await expectSamePages(lite.repositories.tags, a.repositories.tags, f, TAG_ORDERS, PAGING);
       expect(await a.repositories.tags.count(f)).toBe(await lite.repositories.tags.count(f));
       expect(await a.repositories.tags.listAll(f, 7)).toEqual(await lite.repositories.tags.listAll(f, 7));
       expect(await a.repositories.eolTags.list(f, undefined, 100)).toEqual(await lite.repositories.eolTags.list(f, undefined, 100));
@@ -250,14 +240,7 @@ describePostgres("the registry on PostgreSQL", () => {
       ...["openssl", "OPENSSL", "Crypto", "éclair", "ÉCLAIR", "%", "_", "a_b", "x_y", "100%", "cve-2026-3", "\u0000"].map((query) => ({ uidp: {}, query })),
     ];
     for (const f of filters) {
-      for (const order of ADVISORY_ORDERS.keys) {
-        for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value, PAGING);
-          expect(await allPages(a.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value, PAGING), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(
-            want,
-          );
-        }
-      }
+      await expectSamePages(lite.repositories.advisories, a.repositories.advisories, f, ADVISORY_ORDERS, PAGING);
       expect(await a.repositories.advisories.count(f), JSON.stringify(f)).toBe(await lite.repositories.advisories.count(f));
     }
     const one = (await lite.repositories.advisories.list({ uidp: {} }, { order: "uid", desc: false, offset: 3, limit: 1 }))[0]!;

@@ -3,6 +3,7 @@
  * List read to its end the way the API pages it. Shared so that every suite holding the two
  * engines to the same answers compares the same things.
  */
+import { expect } from "vitest";
 import { ApiError } from "../../src/errors/api-error.js";
 import type { KeysetQuery } from "../../src/store/lists.js";
 
@@ -29,13 +30,18 @@ export async function rejectionShape(p: Promise<unknown>): Promise<unknown> {
   return apiErrorShape(err);
 }
 
+/** A repository's List. */
+interface Lister<F, O extends string, R> {
+  list(f: F, p: KeysetQuery<O>): Promise<R[]>;
+}
+
 /**
  * Every row of a List, page after page, each continuing after the last row of the one before
  * as the API's page tokens do. `firstOffset` skips rows on the first page only (a request's
  * `skip`).
  */
 export async function allPages<F, O extends string, R extends { uid: string }>(
-  repo: { list(f: F, p: KeysetQuery<O>): Promise<R[]> },
+  repo: Lister<F, O, R>,
   filter: F,
   order: O,
   desc: boolean,
@@ -52,4 +58,20 @@ export async function allPages<F, O extends string, R extends { uid: string }>(
     after = { value: value(last, order), uid: last.uid };
   }
   throw new Error("paging did not end");
+}
+
+/** In every order the List takes, both directions: `actual` pages through `filter` as `expected` does. */
+export async function expectSamePages<F, O extends string, R extends { uid: string }>(
+  expected: Lister<F, O, R>,
+  actual: Lister<F, O, R>,
+  filter: F,
+  orders: { readonly keys: readonly O[]; value(row: R, order: O): string | number },
+  paging: { readonly limit: number; readonly firstOffset?: number },
+): Promise<void> {
+  for (const order of orders.keys) {
+    for (const desc of [false, true]) {
+      const want = await allPages(expected, filter, order, desc, orders.value, paging);
+      expect(await allPages(actual, filter, order, desc, orders.value, paging), `${JSON.stringify(filter)} ${order} ${desc ? "desc" : "asc"}`).toEqual(want);
+    }
+  }
 }
