@@ -179,7 +179,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
       expect(await r.identityProviders.count({ uidp: {}, within: [] })).toBe(0);
     });
 
-    it("a List filter value holding NUL matches nothing and fails nothing (providers, associations, invites), as on SQLite", async () => {
+    it("a List filter value holding NUL matches nothing and fails nothing (providers, associations, invites, bindings), as on SQLite", async () => {
       // Read methods skip the NUL rule (they store nothing), so such a value reaches the store;
       // PostgreSQL refuses NUL in any text parameter, so the filter must never bind it.
       await r.identityProviders.create(provider(org, "a"), NOW);
@@ -194,6 +194,11 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
       expect(await r.groupInvites.list({ uidp: {}, keyId: nul }, page)).toEqual([]);
       expect(await r.groupInvites.count({ uidp: {}, keyId: nul })).toBe(0);
       expect(await r.groupInvites.count({ uidp: {} })).toBe(1);
+      for (const field of ["identityUid", "groupUid", "roleUid"] as const) {
+        expect(await r.roleBindings.list({ uidp: {}, [field]: nul }, page), field).toEqual([]);
+        expect(await r.roleBindings.count({ uidp: {}, [field]: nul }), field).toBe(0);
+      }
+      expect(await r.roleBindings.count({ uidp: {} })).toBeGreaterThan(0);
     });
 
     describe("SCIM state", () => {

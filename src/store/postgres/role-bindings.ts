@@ -23,7 +23,7 @@ import { and, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../../errors/api-error.js";
 import { isAssignableRole } from "../assignable-roles.js";
 import type { GrantView } from "../grant-view.js";
-import { allOf, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { type NewRoleBinding, ROLE_BINDING_ORDERS, type RoleBindingListFilter, type RoleBindingRecord, type RoleBindingsRepository } from "../role-bindings.js";
 import { isAncestorOrSelf, newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
@@ -76,9 +76,9 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
     allOf([
       ...uidpConditions(roleBindings.uid, roleBindings.groupUid, f.uidp),
       withinConditions(roleBindings.uid, f.within),
-      f.identityUid !== undefined ? eq(roleBindings.identityUid, f.identityUid) : undefined,
-      f.groupUid !== undefined ? eq(roleBindings.groupUid, f.groupUid) : undefined,
-      f.roleUid !== undefined ? eq(roleBindings.roleUid, f.roleUid) : undefined,
+      f.identityUid !== undefined ? textEquals(roleBindings.identityUid, f.identityUid) : undefined,
+      f.groupUid !== undefined ? textEquals(roleBindings.groupUid, f.groupUid) : undefined,
+      f.roleUid !== undefined ? textEquals(roleBindings.roleUid, f.roleUid) : undefined,
     ]);
 
   const lists = keysetPages(db, { table: roleBindings, orders: ROLE_BINDING_ORDERS, where, select: read });
