@@ -40,7 +40,7 @@ interface Lister<F, O extends string, R> {
  * as the API's page tokens do. `firstOffset` skips rows on the first page only (a request's
  * `skip`).
  */
-export async function allPages<F, O extends string, R extends { uid: string }>(
+async function allPages<F, O extends string, R extends { uid: string }>(
   repo: Lister<F, O, R>,
   filter: F,
   order: O,
