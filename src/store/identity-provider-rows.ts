@@ -3,7 +3,8 @@
  * as one JSON document in our own shape, the client secret inside it. Records carry only
  * `hasClientSecret`; the secret itself is read by `storedClientSecret` alone (the login flow).
  */
-import type { IdentityProviderRecord, OidcInput } from "./identity-providers.js";
+import type { IdentityProviderChanges, IdentityProviderRecord, NewIdentityProvider, OidcInput } from "./identity-providers.js";
+import { newUidp } from "./uidp.js";
 
 /** An identity-provider row as every engine's table returns it. */
 export interface StoredIdentityProviderRow {
@@ -57,4 +58,33 @@ export function identityProviderRecordOf(row: StoredIdentityProviderRow): Identi
     createTime: row.createTime,
     updateTime: row.updateTime,
   };
+}
+
+/** The row of a new provider, under its group. */
+export function newIdentityProviderRow(provider: NewIdentityProvider, now: number): StoredIdentityProviderRow {
+  return {
+    uid: newUidp(provider.parentUid),
+    parentUid: provider.parentUid,
+    name: provider.name,
+    description: provider.description,
+    defaultRole: provider.defaultRole,
+    oidc: serializeOidc(provider.oidc),
+    createTime: now,
+    updateTime: now,
+  };
+}
+
+/**
+ * The columns an update writes over a row whose `oidc` column is `storedOidc`: the changed
+ * fields, the OIDC settings merged with the stored client secret (changedOidc), and update_time.
+ */
+export function identityProviderUpdate(
+  storedOidc: string,
+  changes: IdentityProviderChanges,
+  now: number,
+): Partial<Omit<StoredIdentityProviderRow, "uid" | "parentUid" | "createTime">> {
+  const { oidc, ...own } = changes;
+  const set: { -readonly [K in keyof StoredIdentityProviderRow]?: StoredIdentityProviderRow[K] } = { ...own, updateTime: now };
+  if (oidc !== undefined) set.oidc = changedOidc(storedOidc, oidc);
+  return set;
 }

@@ -6,7 +6,7 @@
  * SQLite's prepared Lists pass named placeholders).
  */
 import type { Column, SQL, Table } from "drizzle-orm";
-import { and, asc, desc, eq, gte, inArray, notInArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, lt, notInArray, or, sql } from "drizzle-orm";
 import type { AdvisoryListFilter } from "./advisories.js";
 import { advisoryQueryText } from "./advisory-rows.js";
 import { allOf, type Bind, type ContainsText, inline, textContains, textEquals, textIn, uidpConditions, withinConditions } from "./list-predicates.js";
@@ -52,6 +52,28 @@ export function tagsSummaryQueries(tags: TagFilterColumns, repoUid: string, incl
     versionsOf: (latest: { readonly name: string; readonly digest: string }) =>
       and(matching, eq(tags.digest, latest.digest), notInArray(tags.name, [...NOT_VERSIONS, latest.name])),
     longestFirst: [desc(sql`length(${tags.name})`), asc(tags.name)],
+  };
+}
+
+/** The tag history table's columns a history read uses. */
+export interface TagHistoryColumns {
+  readonly tagUid: Column;
+  readonly moveTime: Column;
+  readonly seq: Column;
+}
+
+/**
+ * A tag's moves (ListTagHistory) over an engine's history table: those in [start, end) of the
+ * range, newest first; moves at one instant by the order they were written (seq).
+ */
+export function tagHistoryQuery(history: TagHistoryColumns, tagUid: string, range: { readonly start?: number; readonly end?: number }) {
+  return {
+    where: and(
+      eq(history.tagUid, tagUid),
+      range.start !== undefined ? gte(history.moveTime, range.start) : undefined,
+      range.end !== undefined ? lt(history.moveTime, range.end) : undefined,
+    ),
+    newestFirst: [desc(history.moveTime), desc(history.seq)],
   };
 }
 

@@ -31,6 +31,7 @@ import { createIdentitiesRepository } from "../../src/store/sqlite/identities.js
 import { createRoleBindingsRepository } from "../../src/store/sqlite/role-bindings.js";
 import { createRolesRepository, ensureBuiltInRoles } from "../../src/store/sqlite/roles.js";
 import * as sqliteSchema from "../../src/store/sqlite/schema.js";
+import { apiErrorShape } from "../support/store-answers.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 
 const NOW = 1_700_000_000_000;
@@ -46,24 +47,10 @@ interface Repos {
   bindings: RoleBindingsRepository;
 }
 
-/** An error as a client sees it: every field the API error carries. */
-function errorShape(err: unknown): unknown {
-  if (!(err instanceof ApiError)) throw new Error(`expected an ApiError, got ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
-  return {
-    code: err.code,
-    message: err.message,
-    reason: err.reason,
-    metadata: err.metadata,
-    fieldViolations: err.fieldViolations,
-    preconditionViolations: err.preconditionViolations,
-    resourceInfo: err.resourceInfo,
-  };
-}
-
 async function outcome(p: Promise<unknown>): Promise<unknown> {
   return p.then(
     (value) => ({ ok: value ?? null }),
-    (err: unknown) => ({ error: errorShape(err) }),
+    (err: unknown) => ({ error: apiErrorShape(err) }),
   );
 }
 
@@ -72,7 +59,7 @@ async function rejection(p: Promise<unknown>): Promise<ApiError> {
     () => undefined,
     (e: unknown) => e,
   );
-  errorShape(err);
+  apiErrorShape(err);
   return err as ApiError;
 }
 
@@ -422,7 +409,7 @@ describePostgres("IAM repositories on PostgreSQL", () => {
             ? b.roles.create({ parentUid: group.uid, name: "x", description: "", capabilities: [] }, NOW)
             : b.bindings.create(group.uid, [{ identityUid: user.uid, roleUid: VIEWER, fields: { identityUid: "i", roleUid: "r" } }], NOW);
       const [del, made] = await Promise.allSettled([groupsA.delete(group.uid), create]);
-      for (const o of [del, made]) if (o!.status === "rejected") errorShape(o!.reason);
+      for (const o of [del, made]) if (o!.status === "rejected") apiErrorShape(o!.reason);
       if (del!.status === "fulfilled") {
         deleted++;
         // Bindings at a group go with it (the group's delete removes them); identities and roles block it.

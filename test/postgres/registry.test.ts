@@ -20,12 +20,12 @@ import { alreadyExists, ApiError, GrpcCode, notFound } from "../../src/errors/ap
 import { StorageError, storageFailureOf } from "../../src/errors/storage-error.js";
 import { ADVISORY_ORDERS, type AdvisoryFields, type AdvisoryListFilter } from "../../src/store/advisories.js";
 import type { StoreEngine } from "../../src/store/engine.js";
-import type { KeysetQuery } from "../../src/store/lists.js";
 import { copySqliteToPostgres } from "../../src/store/postgres/copy.js";
 import { openPostgresEngine, type PostgresEngine, postgresPoolOf } from "../../src/store/postgres/engine.js";
 import { REPO_ORDERS, type RepoFields, type RepoListFilter } from "../../src/store/repos.js";
 import { openSqliteEngine } from "../../src/store/sqlite/engine.js";
 import { GeneratedTag, TAG_ORDERS, type TagListFilter } from "../../src/store/tags.js";
+import { expectSamePages } from "../support/store-answers.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 
 const NOW = 1_700_000_000_000;
@@ -42,6 +42,9 @@ const repoFields = (name: string): RepoFields => ({
 /** Names whose bytewise order differs from a dictionary's, with case and punctuation ties. */
 const NAMES = ["nginx", "Nginx", "_under", "a b", "a-b", "a.b", "0zero", "Zed"];
 const TAG_NAMES = ["latest", "Latest", "1.2", "1.2.3", "1.2-r1", "1.2-20250101", "sha256-abc", "v_1"];
+
+/** Pages of four, the first skipping a row: cursors and `skip` both at work. */
+const PAGING = { limit: 4, firstOffset: 1 };
 
 function advisory(i: number): AdvisoryFields {
   const pick = <T>(values: readonly T[]) => values[i % values.length] as T;
@@ -111,26 +114,6 @@ async function seed(store: StoreEngine): Promise<void> {
       }
     }
   });
-}
-
-/** Every page of a list, following cursors as the API does. */
-async function allPages<F, O extends string, R extends { uid: string }>(
-  repo: { list(f: F, p: KeysetQuery<O>): Promise<R[]> },
-  filter: F,
-  order: O,
-  desc: boolean,
-  value: (row: R, order: O) => string | number,
-): Promise<R[]> {
-  const seen: R[] = [];
-  let after: KeysetQuery<O>["after"];
-  for (let guard = 0; guard < 200; guard++) {
-    const page = await repo.list(filter, { order, desc, after, offset: guard === 0 ? 1 : 0, limit: 4 });
-    seen.push(...page);
-    if (page.length < 4) return seen;
-    const last = page[page.length - 1]!;
-    after = { value: value(last, order), uid: last.uid };
-  }
-  throw new Error("paging did not end");
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -206,12 +189,7 @@ describePostgres("the registry on PostgreSQL", () => {
       { uidp: {}, name: "a b" },
     ];
     for (const f of repoFilters) {
-      for (const order of REPO_ORDERS.keys) {
-        for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.repos, f, order, desc, REPO_ORDERS.value);
-          expect(await allPages(a.repositories.repos, f, order, desc, REPO_ORDERS.value), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
-        }
-      }
+      await expectSamePages(lite.repositories.repos, a.repositories.repos, f, REPO_ORDERS, PAGING);
       expect(await a.repositories.repos.count(f)).toBe(await lite.repositories.repos.count(f));
       expect(await a.repositories.repos.listAll(f, 5)).toEqual(await lite.repositories.repos.listAll(f, 5));
     }
@@ -224,12 +202,7 @@ describePostgres("the registry on PostgreSQL", () => {
       { uidp: {}, digest: "sha256:moved", updatedSince: NOW + 3, include: [GeneratedTag.Dated], within: [orgs[1]!] },
     ];
     for (const f of tagFilters) {
-      for (const order of TAG_ORDERS.keys) {
-        for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.tags, f, order, desc, TAG_ORDERS.value);
-          expect(await allPages(a.repositories.tags, f, order, desc, TAG_ORDERS.value), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
-        }
-      }
+      await expectSamePages(lite.repositories.tags, a.repositories.tags, f, TAG_ORDERS, PAGING);
       expect(await a.repositories.tags.count(f)).toBe(await lite.repositories.tags.count(f));
       expect(await a.repositories.tags.listAll(f, 7)).toEqual(await lite.repositories.tags.listAll(f, 7));
       expect(await a.repositories.eolTags.list(f, undefined, 100)).toEqual(await lite.repositories.eolTags.list(f, undefined, 100));
@@ -267,12 +240,7 @@ describePostgres("the registry on PostgreSQL", () => {
       ...["openssl", "OPENSSL", "Crypto", "éclair", "ÉCLAIR", "%", "_", "a_b", "x_y", "100%", "cve-2026-3", "\u0000"].map((query) => ({ uidp: {}, query })),
     ];
     for (const f of filters) {
-      for (const order of ADVISORY_ORDERS.keys) {
-        for (const desc of [false, true]) {
-          const want = await allPages(lite.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value);
-          expect(await allPages(a.repositories.advisories, f, order, desc, ADVISORY_ORDERS.value), `${JSON.stringify(f)} ${order} ${desc}`).toEqual(want);
-        }
-      }
+      await expectSamePages(lite.repositories.advisories, a.repositories.advisories, f, ADVISORY_ORDERS, PAGING);
       expect(await a.repositories.advisories.count(f), JSON.stringify(f)).toBe(await lite.repositories.advisories.count(f));
     }
     const one = (await lite.repositories.advisories.list({ uidp: {} }, { order: "uid", desc: false, offset: 3, limit: 1 }))[0]!;

@@ -14,6 +14,7 @@ import type { StoreRepositories } from "../../src/store/engine.js";
 import type { NewIdentityProvider } from "../../src/store/identity-providers.js";
 import type { NewRefreshToken } from "../../src/store/refresh-tokens.js";
 import { parseStored, REVOCATIONS_NAME } from "../../src/store/token-revocations.js";
+import { rejectionShape } from "../support/store-answers.js";
 import { ENGINES, type OpenedEngine } from "../support/engines.js";
 
 /** Milliseconds that a second-precision or microsecond store would change. */
@@ -22,24 +23,6 @@ const HOUR = 60 * 60 * 1000;
 const VIEWER = builtInRoleUid("viewer");
 const OWNER = builtInRoleUid("owner");
 const MISSING_GROUP = "f".repeat(40);
-
-/** An error as a client sees it: every field the API error carries. */
-async function errorOf(p: Promise<unknown>): Promise<unknown> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(err instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(err)}`);
-  return {
-    code: err.code,
-    message: err.message,
-    reason: err.reason,
-    metadata: err.metadata,
-    fieldViolations: err.fieldViolations,
-    preconditionViolations: err.preconditionViolations,
-    resourceInfo: err.resourceInfo,
-  };
-}
 
 const notFoundShape = (resourceType: string, resourceName: string) => ({
   code: 5,
@@ -72,7 +55,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
       expect(await r.groupAccessRequests.has(org, alice)).toBe(false);
       await r.groupAccessRequests.record(org, alice, NOW);
       expect(await r.groupAccessRequests.has(org, alice)).toBe(true);
-      expect(await errorOf(r.groupAccessRequests.record(org, alice, NOW + 1))).toEqual({
+      expect(await rejectionShape(r.groupAccessRequests.record(org, alice, NOW + 1))).toEqual({
         code: 8,
         message: "Resource exhausted: access to this group was already requested",
         reason: "RESOURCE_EXHAUSTED",
@@ -81,8 +64,8 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
         preconditionViolations: [],
         resourceInfo: undefined,
       });
-      expect(await errorOf(r.groupAccessRequests.record(MISSING_GROUP, "nobody", NOW))).toEqual(notFoundShape("group", MISSING_GROUP));
-      expect(await errorOf(r.groupAccessRequests.record(org, "nobody", NOW))).toEqual(notFoundShape("identity", "nobody"));
+      expect(await rejectionShape(r.groupAccessRequests.record(MISSING_GROUP, "nobody", NOW))).toEqual(notFoundShape("group", MISSING_GROUP));
+      expect(await rejectionShape(r.groupAccessRequests.record(org, "nobody", NOW))).toEqual(notFoundShape("identity", "nobody"));
       expect(await r.groupAccessRequests.has(org, "nobody")).toBe(false);
     });
   });
@@ -139,7 +122,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
     it("refuses a missing group, a default role that cannot be granted there, and a missing provider, with SQLite's errors", async () => {
       const otherOrg = (await r.groups.create({ parentUid: null, name: "other", description: "", verified: false, kind: 0 }, NOW)).uid;
       const foreignRole = (await r.roles.create({ parentUid: otherOrg, name: "foreign", description: "", capabilities: [103] }, NOW)).uid;
-      expect(await errorOf(r.identityProviders.create(provider(MISSING_GROUP, "x"), NOW))).toEqual(notFoundShape("group", MISSING_GROUP));
+      expect(await rejectionShape(r.identityProviders.create(provider(MISSING_GROUP, "x"), NOW))).toEqual(notFoundShape("group", MISSING_GROUP));
       const roleError = {
         code: 3,
         message: "Invalid argument: default_role: must name a built-in role or a custom role of the group or one of its ancestors",
@@ -149,10 +132,10 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
         preconditionViolations: [],
         resourceInfo: undefined,
       };
-      expect(await errorOf(r.identityProviders.create(provider(org, "x", foreignRole), NOW))).toEqual(roleError);
+      expect(await rejectionShape(r.identityProviders.create(provider(org, "x", foreignRole), NOW))).toEqual(roleError);
       const created = await r.identityProviders.create(provider(org, "x"), NOW);
-      expect(await errorOf(r.identityProviders.update(created.uid, () => ({ defaultRole: "no-such-role" }), NOW))).toEqual(roleError);
-      expect(await errorOf(r.identityProviders.update("nothing", () => ({}), NOW))).toEqual(notFoundShape("identity provider", "nothing"));
+      expect(await rejectionShape(r.identityProviders.update(created.uid, () => ({ defaultRole: "no-such-role" }), NOW))).toEqual(roleError);
+      expect(await rejectionShape(r.identityProviders.update("nothing", () => ({}), NOW))).toEqual(notFoundShape("identity provider", "nothing"));
       // The guard judges a changed default role inside the write; what it throws leaves the provider as it was.
       const seen: string[] = [];
       const refused = r.identityProviders.update(
@@ -164,14 +147,14 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
           throw new ApiError(7, "Permission denied: no");
         },
       );
-      expect(((await errorOf(refused)) as { code: number }).code).toBe(7);
+      expect(((await rejectionShape(refused)) as { code: number }).code).toBe(7);
       expect(seen).toEqual([org, OWNER]);
       expect(await r.identityProviders.get(created.uid)).toEqual(created);
       await r.identityProviders.delete(created.uid);
-      expect(await errorOf(r.identityProviders.delete(created.uid))).toEqual(notFoundShape("identity provider", created.uid));
+      expect(await rejectionShape(r.identityProviders.delete(created.uid))).toEqual(notFoundShape("identity provider", created.uid));
       // A group with a provider is not empty.
       await r.identityProviders.create(provider(org, "y"), NOW);
-      const blocked = (await errorOf(r.groups.delete(org))) as { code: number; metadata: Record<string, string> };
+      const blocked = (await rejectionShape(r.groups.delete(org))) as { code: number; metadata: Record<string, string> };
       expect([blocked.code, blocked.metadata]).toEqual([9, { child_kind: "identity providers" }]);
     });
 
@@ -196,6 +179,28 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
       expect(await r.identityProviders.count({ uidp: {}, within: [] })).toBe(0);
     });
 
+    it("a List filter value holding NUL matches nothing and fails nothing (providers, associations, invites, bindings), as on SQLite", async () => {
+      // Read methods skip the NUL rule (they store nothing), so such a value reaches the store;
+      // PostgreSQL refuses NUL in any text parameter, so the filter must never bind it.
+      await r.identityProviders.create(provider(org, "a"), NOW);
+      await r.accountAssociations.create({ groupUid: org, name: "a", description: "", providers: {} }, NOW);
+      await r.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: false, ttlMs: 60_000 }, NOW);
+      const page = { order: "uid" as const, desc: false, offset: 0, limit: 10 };
+      const nul = "a\u0000";
+      expect(await r.identityProviders.list({ uidp: {}, name: nul }, page)).toEqual([]);
+      expect(await r.identityProviders.count({ uidp: {}, name: nul })).toBe(0);
+      expect(await r.accountAssociations.list({ uidp: {}, name: nul }, page)).toEqual([]);
+      expect(await r.accountAssociations.count({ uidp: {}, name: nul })).toBe(0);
+      expect(await r.groupInvites.list({ uidp: {}, keyId: nul }, page)).toEqual([]);
+      expect(await r.groupInvites.count({ uidp: {}, keyId: nul })).toBe(0);
+      expect(await r.groupInvites.count({ uidp: {} })).toBe(1);
+      for (const field of ["identityUid", "groupUid", "roleUid"] as const) {
+        expect(await r.roleBindings.list({ uidp: {}, [field]: nul }, page), field).toEqual([]);
+        expect(await r.roleBindings.count({ uidp: {}, [field]: nul }), field).toBe(0);
+      }
+      expect(await r.roleBindings.count({ uidp: {} })).toBeGreaterThan(0);
+    });
+
     describe("SCIM state", () => {
       const allow = () => {};
 
@@ -211,10 +216,10 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
           issued: false,
           etag: "0",
         });
-        expect(await errorOf(scim.generate("nothing", { tokenHash: "h0", expireTime: null }, NOW, allow))).toEqual(
+        expect(await rejectionShape(scim.generate("nothing", { tokenHash: "h0", expireTime: null }, NOW, allow))).toEqual(
           notFoundShape("identity provider", "nothing"),
         );
-        expect(await errorOf(scim.regenerate(idp, "0", { tokenHash: "h0", expireTime: null }, 0, NOW, allow))).toEqual(notFoundShape("SCIM token", idp));
+        expect(await rejectionShape(scim.regenerate(idp, "0", { tokenHash: "h0", expireTime: null }, 0, NOW, allow))).toEqual(notFoundShape("SCIM token", idp));
         const first = await scim.generate(idp, { tokenHash: "h1", expireTime: NOW + HOUR }, NOW, allow);
         expect(first).toEqual({
           enabled: false,
@@ -225,7 +230,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
           issued: true,
           etag: "1",
         });
-        expect(await errorOf(scim.generate(idp, { tokenHash: "h2", expireTime: null }, NOW, allow))).toEqual({
+        expect(await rejectionShape(scim.generate(idp, { tokenHash: "h2", expireTime: null }, NOW, allow))).toEqual({
           code: 9,
           message: "Precondition failed: the provider already has a SCIM token; use RegenerateScimToken to replace it",
           reason: "FAILED_PRECONDITION",
@@ -236,7 +241,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
           ],
           resourceInfo: undefined,
         });
-        expect(await errorOf(scim.regenerate(idp, "0", { tokenHash: "h2", expireTime: null }, 0, NOW, allow))).toEqual({
+        expect(await rejectionShape(scim.regenerate(idp, "0", { tokenHash: "h2", expireTime: null }, 0, NOW, allow))).toEqual({
           code: 10,
           message: "Aborted: the etag does not match the provider's current SCIM state; read it again (GetIdentityProvider) and retry",
           reason: "ETAG_MISMATCH",
@@ -280,7 +285,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
         const guard = (_view: unknown, p: unknown) => {
           guarded.push(p);
         };
-        expect(await errorOf(r.scimCredentials.setEnabled(idp.uid, true, "0", 2, NOW, guard))).toEqual({
+        expect(await rejectionShape(r.scimCredentials.setEnabled(idp.uid, true, "0", 2, NOW, guard))).toEqual({
           code: 9,
           message:
             "Precondition failed: turning SCIM on needs at least 2 identities bound owner at the organization by hand (it has 1), so provisioning cannot lock everyone out",
@@ -301,7 +306,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
         const on = await r.scimCredentials.setEnabled(idp.uid, true, "0", 1, NOW + 1, guard);
         expect([on.enabled, on.etag]).toEqual([true, "1"]);
         expect(await r.scimCredentials.setEnabled(idp.uid, true, "1", 1, NOW + 2, guard)).toEqual(on);
-        expect(((await errorOf(r.scimCredentials.setEnabled(idp.uid, false, "0", 1, NOW, guard))) as { reason: string }).reason).toBe("ETAG_MISMATCH");
+        expect(((await rejectionShape(r.scimCredentials.setEnabled(idp.uid, false, "0", 1, NOW, guard))) as { reason: string }).reason).toBe("ETAG_MISMATCH");
         expect((await r.scimCredentials.setEnabled(idp.uid, false, "1", 1, NOW + 3, guard)).enabled).toBe(false);
       });
     });
@@ -310,12 +315,12 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
   describe("account associations", () => {
     it("creates one per group, updates, deletes idempotently, and blocks the group's delete while it exists", async () => {
       const providers = { amazon: { account: "123456789012" } };
-      expect(await errorOf(r.accountAssociations.create({ groupUid: MISSING_GROUP, name: "x", description: "", providers }, NOW))).toEqual(
+      expect(await rejectionShape(r.accountAssociations.create({ groupUid: MISSING_GROUP, name: "x", description: "", providers }, NOW))).toEqual(
         notFoundShape("group", MISSING_GROUP),
       );
       const created = await r.accountAssociations.create({ groupUid: org, name: "assoc", description: "d", providers }, NOW);
       expect(created).toEqual({ uid: org, name: "assoc", description: "d", providers, createTime: NOW, updateTime: NOW });
-      expect(await errorOf(r.accountAssociations.create({ groupUid: org, name: "again", description: "", providers }, NOW))).toEqual({
+      expect(await rejectionShape(r.accountAssociations.create({ groupUid: org, name: "again", description: "", providers }, NOW))).toEqual({
         code: 6,
         message: `Already exists: group ${org} already has an account association`,
         reason: "ALREADY_EXISTS",
@@ -330,8 +335,8 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
         providers: { ...providers, ...google },
         updateTime: NOW + 3,
       });
-      expect(await errorOf(r.accountAssociations.update("nothing", () => ({}), NOW))).toEqual(notFoundShape("account association", "nothing"));
-      expect(((await errorOf(r.groups.delete(org))) as { metadata: unknown }).metadata).toEqual({ child_kind: "account associations" });
+      expect(await rejectionShape(r.accountAssociations.update("nothing", () => ({}), NOW))).toEqual(notFoundShape("account association", "nothing"));
+      expect(((await rejectionShape(r.groups.delete(org))) as { metadata: unknown }).metadata).toEqual({ child_kind: "account associations" });
       await r.accountAssociations.delete(org);
       await r.accountAssociations.delete(org);
       expect(await r.accountAssociations.get(org)).toBeUndefined();
@@ -360,7 +365,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
       });
 
     it("rotates a token once; a used one presented again ends its whole family", async () => {
-      expect(await errorOf(r.refreshTokens.issue(token("t0", { identityUid: "nobody" }), NOW))).toEqual(notFoundShape("identity", "nobody"));
+      expect(await rejectionShape(r.refreshTokens.issue(token("t0", { identityUid: "nobody" }), NOW))).toEqual(notFoundShape("identity", "nobody"));
       await r.refreshTokens.issue(token("t1"), NOW);
       expect(await r.refreshTokens.find("t1")).toEqual({ ...token("t1"), usedTime: null });
       const rotated = await r.refreshTokens.rotate("t1", NOW + 5, next("t2"));
@@ -419,7 +424,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
         seen.push(identity);
         throw new ApiError(7, "Permission denied: no");
       });
-      expect(((await errorOf(refused)) as { code: number }).code).toBe(7);
+      expect(((await rejectionShape(refused)) as { code: number }).code).toBe(7);
       expect(seen).toEqual([undefined]);
       await r.tokenRevocations.revoke({ subject: "svc" }, NOW + 1000, 1000);
       expect(await read()).toEqual({

@@ -14,12 +14,13 @@
  *   blocks it validates are the ones it overwrites (two replicas' updates apply one after the
  *   other, neither lost).
  */
-import { count, eq, sql } from "drizzle-orm";
-import { alreadyExists, notFound } from "../../errors/api-error.js";
-import { accountAssociationRecordOf } from "../account-association-rows.js";
+import { eq, sql } from "drizzle-orm";
+import { notFound } from "../../errors/api-error.js";
+import { accountAssociationExists, accountAssociationRecordOf, accountAssociationUpdate, newAccountAssociationRow } from "../account-association-rows.js";
 import { ACCOUNT_ASSOCIATION_ORDERS, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
-import { allOf, keysetClauses, type NoSlashFrom, textEquals, uidShapeConditions, withinConditions } from "../list-predicates.js";
+import { allOf, type NoSlashFrom, textEquals, uidShapeConditions, withinConditions } from "../list-predicates.js";
 import type { PgDb } from "./connection.js";
+import { keysetLists } from "./list-query.js";
 import { lockParentGroup } from "./iam-locks.js";
 import { accountAssociations } from "./schema.js";
 import { writeTransaction } from "./transaction.js";
@@ -37,6 +38,8 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
       withinConditions(accountAssociations.uid, f.within),
     ]);
 
+  const lists = keysetLists(db, { table: accountAssociations, orders: ACCOUNT_ASSOCIATION_ORDERS, where, toRecord: accountAssociationRecordOf });
+
   return {
     async get(uid) {
       const [row] = await db.select().from(accountAssociations).where(eq(accountAssociations.uid, uid));
@@ -46,18 +49,9 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
     async create(association, now) {
       return writeTransaction(db, async (tx) => {
         await lockParentGroup(tx, association.groupUid);
-        const row: AccountAssociationRow = {
-          uid: association.groupUid,
-          name: association.name,
-          description: association.description,
-          providers: JSON.stringify(association.providers),
-          createTime: now,
-          updateTime: now,
-        };
+        const row = newAccountAssociationRow(association, now);
         const inserted = await tx.insert(accountAssociations).values(row).onConflictDoNothing().returning({ uid: accountAssociations.uid });
-        if (inserted.length === 0) {
-          throw alreadyExists("account association", association.groupUid, `group ${association.groupUid} already has an account association`);
-        }
+        if (inserted.length === 0) throw accountAssociationExists(association.groupUid);
         return accountAssociationRecordOf(row);
       });
     },
@@ -66,9 +60,7 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
       return writeTransaction(db, async (tx) => {
         const [existing] = await tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).for("update");
         if (!existing) throw notFound("account association", uid);
-        const { providers, ...own } = plan(accountAssociationRecordOf(existing));
-        const set: Partial<AccountAssociationRow> = { ...own, updateTime: now };
-        if (providers !== undefined) set.providers = JSON.stringify(providers);
+        const set = accountAssociationUpdate(plan(accountAssociationRecordOf(existing)), now);
         const [row] = await tx.update(accountAssociations).set(set).where(eq(accountAssociations.uid, uid)).returning();
         return accountAssociationRecordOf(row as AccountAssociationRow);
       });
@@ -78,22 +70,7 @@ export function createPostgresAccountAssociationsRepository(db: PgDb): AccountAs
       await writeTransaction(db, (tx) => tx.delete(accountAssociations).where(eq(accountAssociations.uid, uid)));
     },
 
-    async list(filter, page) {
-      const column = accountAssociations[ACCOUNT_ASSOCIATION_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, accountAssociations.uid, page, column === accountAssociations.uid);
-      const rows = await db
-        .select()
-        .from(accountAssociations)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-      return rows.map(accountAssociationRecordOf);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(accountAssociations).where(where(filter));
-      return row?.n ?? 0;
-    },
+    list: lists.list,
+    count: lists.count,
   };
 }

@@ -9,7 +9,7 @@
  * it (registry-locks.ts findOrInsert), so two replicas importing one advisory at once end with
  * one advisory, and its aliases and events are replaced under that row lock.
  */
-import { and, count, eq, inArray, type SQL, sql } from "drizzle-orm";
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import {
   type AdvisoriesRepository,
   ADVISORY_ORDERS,
@@ -19,12 +19,13 @@ import {
   type AdvisoryRecord,
 } from "../advisories.js";
 import { advisoryRecordOf, eventsByAdvisory, planAdvisoryWrite } from "../advisory-rows.js";
-import { allOf, type ContainsText, keysetClauses, textEquals } from "../list-predicates.js";
+import { type ContainsText, textEquals } from "../list-predicates.js";
 import { advisoryListConditions } from "../registry-filters.js";
 import type { UpsertOutcome } from "../repos.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { lockParentGroup } from "./iam-locks.js";
+import { keysetPages } from "./list-query.js";
 import { findOrInsert } from "./registry-locks.js";
 import { advisories, advisoryAliases, advisoryEvents } from "./schema.js";
 import { readSnapshot, type Tx } from "./transaction.js";
@@ -105,6 +106,7 @@ export async function upsertAdvisoryInTx(tx: Tx, parentUid: string, f: AdvisoryF
 }
 
 export function createPostgresAdvisoriesRepository(db: PgDb): AdvisoriesRepository {
+  const pages = keysetPages(db, { table: advisories, orders: ADVISORY_ORDERS, where: advisoryListWhere });
   return {
     async get(uid) {
       return readSnapshot(db, async (tx) => {
@@ -114,23 +116,9 @@ export function createPostgresAdvisoriesRepository(db: PgDb): AdvisoriesReposito
     },
 
     async list(filter, page) {
-      const column = advisories[ADVISORY_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, advisories.uid, page, column === advisories.uid);
-      return readSnapshot(db, async (tx) => {
-        const rows = await tx
-          .select()
-          .from(advisories)
-          .where(allOf([advisoryListWhere(filter), ks.where]))
-          .orderBy(...ks.orderBy)
-          .limit(page.limit)
-          .offset(page.offset);
-        return withEvents(tx, rows);
-      });
+      return readSnapshot(db, async (tx) => withEvents(tx, await pages.page(filter, page, tx)));
     },
 
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(advisories).where(advisoryListWhere(filter));
-      return row?.n ?? 0;
-    },
+    count: pages.count,
   };
 }

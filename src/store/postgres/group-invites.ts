@@ -18,15 +18,15 @@
  *   never a unique-index error.
  * delete needs the invite's row lock as any DELETE does, so it waits for a redemption under way.
  */
-import { and, count, eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { groupInviteRecordOf, inviteLookup, inviteNotFound, newInviteCode, requireInvitedEmail, requireUnexpired } from "../group-invite-rows.js";
 import { GROUP_INVITE_ORDERS, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
-import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
-import { runGuard } from "./grant-view.js";
-import { lockAssignableRole, lockBindingTriples, lockParentGroup } from "./iam-locks.js";
+import { keysetLists } from "./list-query.js";
+import { lockBindingTriples, lockParentGroup, lockRoleToGrant } from "./iam-locks.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
 
@@ -56,6 +56,8 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
       withinConditions(groupInvites.uid, f.within),
     ]);
 
+  const lists = keysetLists(db, { table: groupInvites, orders: GROUP_INVITE_ORDERS, where, select: read, toRecord: groupInviteRecordOf });
+
   return {
     async get(uid) {
       const [row] = await read(db).where(eq(groupInvites.uid, uid));
@@ -65,8 +67,7 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
     async create(invite, now, guard) {
       return writeTransaction(db, async (tx) => {
         await lockParentGroup(tx, invite.parentUid);
-        await lockAssignableRole(tx, invite.roleUid, invite.parentUid, "role_uid");
-        if (guard) await runGuard(tx, guard, invite.parentUid, invite.roleUid);
+        await lockRoleToGrant(tx, invite.roleUid, invite.parentUid, "role_uid", guard);
         const { keyId, code, codeHash } = newInviteCode();
         const uid = newUidp(invite.parentUid);
         await tx.insert(groupInvites).values({
@@ -90,21 +91,8 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
       if (deleted.length === 0) throw notFound("group invite", uid);
     },
 
-    async list(filter, page) {
-      const column = groupInvites[GROUP_INVITE_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, groupInvites.uid, page, column === groupInvites.uid);
-      const rows = await read(db)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-      return rows.map(groupInviteRecordOf);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(groupInvites).where(where(filter));
-      return row?.n ?? 0;
-    },
+    list: lists.list,
+    count: lists.count,
 
     async redeemInvite(code, identityUid, now) {
       return writeTransaction(db, async (tx) => {

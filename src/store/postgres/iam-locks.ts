@@ -22,6 +22,8 @@ import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../../errors/api-error.js";
 import { requireAssignable } from "../assignable-roles.js";
 import { builtInRoleUid } from "../builtin-roles.js";
+import type { GrantView } from "../grant-view.js";
+import { runGuard } from "./grant-view.js";
 import { groups, roleBindings, roles } from "./schema.js";
 import type { Tx } from "./transaction.js";
 
@@ -41,6 +43,23 @@ export async function lockParentGroup(tx: Tx, uid: string): Promise<void> {
 export async function lockAssignableRole(tx: Tx, roleUid: string, groupUid: string, field: string): Promise<void> {
   const [role] = await tx.select({ parentUid: roles.parentUid, builtIn: roles.builtIn }).from(roles).where(eq(roles.uid, roleUid)).for("share");
   requireAssignable(role, groupUid, field);
+}
+
+/**
+ * A record that will grant role `roleUid` in `groupUid` (an invite, a provider's default role):
+ * the role locked and checked as lockAssignableRole does, then the caller's escalation guard,
+ * if any, judging that grant. In this order, so the guard sees the capabilities the role keeps
+ * until commit.
+ */
+export async function lockRoleToGrant(
+  tx: Tx,
+  roleUid: string,
+  groupUid: string,
+  field: string,
+  guard: ((view: GrantView, groupUid: string, roleUid: string) => void) | undefined,
+): Promise<void> {
+  await lockAssignableRole(tx, roleUid, groupUid, field);
+  if (guard) await runGuard(tx, guard, groupUid, roleUid);
 }
 
 /**

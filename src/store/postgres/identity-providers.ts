@@ -16,15 +16,14 @@
  * delete needs the provider's row lock as any DELETE does, so it waits for those writers; its
  * SCIM row goes with it (cascade).
  */
-import { count, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
-import { changedOidc, identityProviderRecordOf, serializeOidc, storedClientSecret } from "../identity-provider-rows.js";
+import { identityProviderRecordOf, identityProviderUpdate, newIdentityProviderRow, storedClientSecret } from "../identity-provider-rows.js";
 import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
-import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
-import { newUidp } from "../uidp.js";
+import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import type { PgDb } from "./connection.js";
-import { runGuard } from "./grant-view.js";
-import { lockAssignableRole, lockParentGroup } from "./iam-locks.js";
+import { keysetLists } from "./list-query.js";
+import { lockParentGroup, lockRoleToGrant } from "./iam-locks.js";
 import { identityProviders } from "./schema.js";
 import { writeTransaction } from "./transaction.js";
 
@@ -43,6 +42,8 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
     return row;
   };
 
+  const lists = keysetLists(db, { table: identityProviders, orders: IDENTITY_PROVIDER_ORDERS, where, toRecord: identityProviderRecordOf });
+
   return {
     async get(uid) {
       const row = await getRow(uid);
@@ -52,18 +53,8 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
     async create(provider, now, guard) {
       return writeTransaction(db, async (tx) => {
         await lockParentGroup(tx, provider.parentUid);
-        await lockAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
-        if (guard) await runGuard(tx, guard, provider.parentUid, provider.defaultRole);
-        const row: IdentityProviderRow = {
-          uid: newUidp(provider.parentUid),
-          parentUid: provider.parentUid,
-          name: provider.name,
-          description: provider.description,
-          defaultRole: provider.defaultRole,
-          oidc: serializeOidc(provider.oidc),
-          createTime: now,
-          updateTime: now,
-        };
+        await lockRoleToGrant(tx, provider.defaultRole, provider.parentUid, "default_role", guard);
+        const row = newIdentityProviderRow(provider, now);
         await tx.insert(identityProviders).values(row);
         return identityProviderRecordOf(row);
       });
@@ -74,13 +65,11 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
         const [existing] = await tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).for("update");
         if (!existing) throw notFound("identity provider", uid);
         const current = identityProviderRecordOf(existing);
-        const { oidc, ...own } = plan(current);
-        if (own.defaultRole !== undefined && own.defaultRole !== current.defaultRole) {
-          await lockAssignableRole(tx, own.defaultRole, current.parentUid, "default_role");
-          if (guard) await runGuard(tx, guard, current.parentUid, own.defaultRole);
+        const changes = plan(current);
+        if (changes.defaultRole !== undefined && changes.defaultRole !== current.defaultRole) {
+          await lockRoleToGrant(tx, changes.defaultRole, current.parentUid, "default_role", guard);
         }
-        const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };
-        if (oidc !== undefined) set.oidc = changedOidc(existing.oidc, oidc);
+        const set = identityProviderUpdate(existing.oidc, changes, now);
         const [row] = await tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).returning();
         return identityProviderRecordOf(row as IdentityProviderRow);
       });
@@ -93,23 +82,8 @@ export function createPostgresIdentityProvidersRepository(db: PgDb): IdentityPro
       if (deleted.length === 0) throw notFound("identity provider", uid);
     },
 
-    async list(filter, page) {
-      const column = identityProviders[IDENTITY_PROVIDER_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, identityProviders.uid, page, column === identityProviders.uid);
-      const rows = await db
-        .select()
-        .from(identityProviders)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-      return rows.map(identityProviderRecordOf);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(identityProviders).where(where(filter));
-      return row?.n ?? 0;
-    },
+    list: lists.list,
+    count: lists.count,
 
     async clientSecret(uid) {
       const row = await getRow(uid);

@@ -15,13 +15,14 @@
  *   deployments, tag history and end-of-life facts along (tags explicitly, as SQLite does; the
  *   rest by the foreign keys' cascade).
  */
-import { and, asc, count, eq } from "drizzle-orm";
-import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
+import { and, eq } from "drizzle-orm";
+import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { repoColumns, repoNameTaken, repoRecordOf, repoUnchanged } from "../registry-rows.js";
 import { REPO_ORDERS, type RepoFields, type RepoListFilter, type RepoRecord, type ReposRepository, type UpsertOutcome } from "../repos.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { lockParentGroup } from "./iam-locks.js";
+import { keysetLists } from "./list-query.js";
 import { findOrInsert, lockRepo, type RepoRow, uniqueViolationAs } from "./registry-locks.js";
 import { repos, tags } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
@@ -145,32 +146,6 @@ export function createPostgresReposRepository(db: PgDb): ReposRepository {
       });
     },
 
-    async list(filter, page) {
-      const column = repos[REPO_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, repos.uid, page, column === repos.uid);
-      const rows = await db
-        .select()
-        .from(repos)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-      return rows.map(repoRecordOf);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(repos).where(where(filter));
-      return row?.n ?? 0;
-    },
-
-    async listAll(filter, max) {
-      const rows = await db
-        .select()
-        .from(repos)
-        .where(where(filter))
-        .orderBy(asc(repos.uid))
-        .limit(max + 1);
-      return rows.map(repoRecordOf);
-    },
+    ...keysetLists(db, { table: repos, orders: REPO_ORDERS, where, toRecord: repoRecordOf }),
   };
 }

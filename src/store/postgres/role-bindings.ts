@@ -19,14 +19,15 @@
  * grantsOf is one plain read per call, as on SQLite: a binding deleted on any replica stops
  * granting on the next call on every replica.
  */
-import { and, count, eq, ne, sql } from "drizzle-orm";
+import { and, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../../errors/api-error.js";
 import { isAssignableRole } from "../assignable-roles.js";
 import type { GrantView } from "../grant-view.js";
-import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
+import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { type NewRoleBinding, ROLE_BINDING_ORDERS, type RoleBindingListFilter, type RoleBindingRecord, type RoleBindingsRepository } from "../role-bindings.js";
 import { isAncestorOrSelf, newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
+import { keysetPages } from "./list-query.js";
 import { runGuard } from "./grant-view.js";
 import { lockBindingTriples, lockOwnerBindings, lockParentGroup, requireOwnersRemain } from "./iam-locks.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
@@ -75,10 +76,12 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
     allOf([
       ...uidpConditions(roleBindings.uid, roleBindings.groupUid, f.uidp),
       withinConditions(roleBindings.uid, f.within),
-      f.identityUid !== undefined ? eq(roleBindings.identityUid, f.identityUid) : undefined,
-      f.groupUid !== undefined ? eq(roleBindings.groupUid, f.groupUid) : undefined,
-      f.roleUid !== undefined ? eq(roleBindings.roleUid, f.roleUid) : undefined,
+      f.identityUid !== undefined ? textEquals(roleBindings.identityUid, f.identityUid) : undefined,
+      f.groupUid !== undefined ? textEquals(roleBindings.groupUid, f.groupUid) : undefined,
+      f.roleUid !== undefined ? textEquals(roleBindings.roleUid, f.roleUid) : undefined,
     ]);
+
+  const lists = keysetPages(db, { table: roleBindings, orders: ROLE_BINDING_ORDERS, where, select: read });
 
   return {
     async get(uid) {
@@ -148,20 +151,8 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
       });
     },
 
-    async list(filter, page) {
-      const column = roleBindings[ROLE_BINDING_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, roleBindings.uid, page, column === roleBindings.uid);
-      return read(db)
-        .where(allOf([where(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(roleBindings).where(where(filter));
-      return row?.n ?? 0;
-    },
+    list: (filter, page) => lists.page(filter, page),
+    count: lists.count,
 
     async grantsOf(identityUid) {
       const rows = await db

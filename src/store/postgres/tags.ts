@@ -13,15 +13,16 @@
  * Reads of several statements (history, summary) run in one REPEATABLE READ snapshot, so they
  * agree with each other as SQLite's reads in one turn of the event loop do.
  */
-import { and, asc, count, desc, eq, gte, lt, max } from "drizzle-orm";
+import { and, count, eq, max } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
-import { keysetClauses, allOf, textEquals } from "../list-predicates.js";
-import { tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
+import { textEquals } from "../list-predicates.js";
+import { tagHistoryQuery, tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
 import { type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
 import type { UpsertOutcome } from "../repos.js";
 import { TAG_ORDERS, type TagFields, type TagListFilter, type TagRecord, type TagsRepository } from "../tags.js";
 import { newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
+import { keysetLists } from "./list-query.js";
 import { findOrInsert, lockRepo, requireRepo, type TagRow, uniqueViolationAs } from "./registry-locks.js";
 import { repos, tagHistory, tags } from "./schema.js";
 import { readSnapshot, type Tx, writeTransaction } from "./transaction.js";
@@ -110,33 +111,7 @@ export function createPostgresTagsRepository(db: PgDb): TagsRepository {
       });
     },
 
-    async list(filter, page) {
-      const column = tags[TAG_ORDERS.fields[page.order]];
-      const ks = keysetClauses(column, tags.uid, page, column === tags.uid);
-      const rows = await db
-        .select()
-        .from(tags)
-        .where(allOf([tagListWhere(filter), ks.where]))
-        .orderBy(...ks.orderBy)
-        .limit(page.limit)
-        .offset(page.offset);
-      return rows.map(tagRecordOf);
-    },
-
-    async count(filter) {
-      const [row] = await db.select({ n: count() }).from(tags).where(tagListWhere(filter));
-      return row?.n ?? 0;
-    },
-
-    async listAll(filter, limit) {
-      const rows = await db
-        .select()
-        .from(tags)
-        .where(tagListWhere(filter))
-        .orderBy(asc(tags.uid))
-        .limit(limit + 1);
-      return rows.map(tagRecordOf);
-    },
+    ...keysetLists(db, { table: tags, orders: TAG_ORDERS, where: tagListWhere, toRecord: tagRecordOf }),
 
     async replace(uid, fields, now) {
       try {
@@ -159,17 +134,12 @@ export function createPostgresTagsRepository(db: PgDb): TagsRepository {
     async history(uid, range, limit) {
       return readSnapshot(db, async (tx) => {
         if (!(await readTag(tx, uid))) throw notFound("tag", uid);
+        const q = tagHistoryQuery(tagHistory, uid, range);
         return tx
           .select({ digest: tagHistory.digest, moveTime: tagHistory.moveTime })
           .from(tagHistory)
-          .where(
-            and(
-              eq(tagHistory.tagUid, uid),
-              range.start !== undefined ? gte(tagHistory.moveTime, range.start) : undefined,
-              range.end !== undefined ? lt(tagHistory.moveTime, range.end) : undefined,
-            ),
-          )
-          .orderBy(desc(tagHistory.moveTime), desc(tagHistory.seq))
+          .where(q.where)
+          .orderBy(...q.newestFirst)
           .limit(limit + 1);
       });
     },

@@ -7,7 +7,7 @@
  * errors are ApiErrors; no proto types enter here.
  */
 import { eq, sql } from "drizzle-orm";
-import { alreadyExists, notFound } from "../../errors/api-error.js";
+import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
@@ -15,7 +15,12 @@ import { allOf, type Bind, preparedLists, withinConditions } from "./list-query.
 import { type NoSlashFrom, uidShapeConditions } from "../list-predicates.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
 import { ACCOUNT_ASSOCIATION_ORDERS, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
-import { accountAssociationRecordOf as toRecord } from "../account-association-rows.js";
+import {
+  accountAssociationExists,
+  accountAssociationRecordOf as toRecord,
+  accountAssociationUpdate,
+  newAccountAssociationRow,
+} from "../account-association-rows.js";
 
 export function createAccountAssociationsRepository(db: Db): AccountAssociationsRepository {
   const getStmt = db
@@ -43,17 +48,8 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
       return groupCommit(db, (tx) => {
         requireGroup(tx, association.groupUid);
         const existing = tx.select({ uid: accountAssociations.uid }).from(accountAssociations).where(eq(accountAssociations.uid, association.groupUid)).get();
-        if (existing) {
-          throw alreadyExists("account association", association.groupUid, `group ${association.groupUid} already has an account association`);
-        }
-        const row: AccountAssociationRow = {
-          uid: association.groupUid,
-          name: association.name,
-          description: association.description,
-          providers: JSON.stringify(association.providers),
-          createTime: now,
-          updateTime: now,
-        };
+        if (existing) throw accountAssociationExists(association.groupUid);
+        const row = newAccountAssociationRow(association, now);
         tx.insert(accountAssociations).values(row).run();
         return toRecord(row);
       });
@@ -63,10 +59,10 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
       return groupCommit(db, (tx) => {
         const existing = tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).get();
         if (!existing) throw notFound("account association", uid);
-        const { providers, ...own } = plan(toRecord(existing));
-        const set: Partial<AccountAssociationRow> = { ...own, updateTime: now };
-        if (providers !== undefined) set.providers = JSON.stringify(providers);
-        tx.update(accountAssociations).set(set).where(eq(accountAssociations.uid, uid)).run();
+        tx.update(accountAssociations)
+          .set(accountAssociationUpdate(plan(toRecord(existing)), now))
+          .where(eq(accountAssociations.uid, uid))
+          .run();
         return toRecord(tx.select().from(accountAssociations).where(eq(accountAssociations.uid, uid)).get() as AccountAssociationRow);
       });
     },

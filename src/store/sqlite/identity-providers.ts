@@ -15,9 +15,8 @@ import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } fro
 import { grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
-import { newUidp } from "../uidp.js";
 import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
-import { changedOidc, identityProviderRecordOf as toRecord, serializeOidc, storedClientSecret } from "../identity-provider-rows.js";
+import { identityProviderRecordOf as toRecord, identityProviderUpdate, newIdentityProviderRow, storedClientSecret } from "../identity-provider-rows.js";
 
 export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepository {
   const getStmt = db
@@ -46,16 +45,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
         requireGroup(tx, provider.parentUid);
         requireAssignableRole(tx, provider.defaultRole, provider.parentUid, "default_role");
         guard?.(grantView(tx), provider.parentUid, provider.defaultRole);
-        const row: IdentityProviderRow = {
-          uid: newUidp(provider.parentUid),
-          parentUid: provider.parentUid,
-          name: provider.name,
-          description: provider.description,
-          defaultRole: provider.defaultRole,
-          oidc: serializeOidc(provider.oidc),
-          createTime: now,
-          updateTime: now,
-        };
+        const row = newIdentityProviderRow(provider, now);
         tx.insert(identityProviders).values(row).run();
         return toRecord(row);
       });
@@ -66,13 +56,12 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
         const existing = tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get();
         if (!existing) throw notFound("identity provider", uid);
         const current = toRecord(existing);
-        const { oidc, ...own } = plan(current);
-        if (own.defaultRole !== undefined && own.defaultRole !== current.defaultRole) {
-          requireAssignableRole(tx, own.defaultRole, current.parentUid, "default_role");
-          guard?.(grantView(tx), current.parentUid, own.defaultRole);
+        const changes = plan(current);
+        if (changes.defaultRole !== undefined && changes.defaultRole !== current.defaultRole) {
+          requireAssignableRole(tx, changes.defaultRole, current.parentUid, "default_role");
+          guard?.(grantView(tx), current.parentUid, changes.defaultRole);
         }
-        const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };
-        if (oidc !== undefined) set.oidc = changedOidc(existing.oidc, oidc);
+        const set = identityProviderUpdate(existing.oidc, changes, now);
         tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).run();
         return toRecord(tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get() as IdentityProviderRow);
       });

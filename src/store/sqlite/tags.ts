@@ -7,12 +7,12 @@
  * the tag's moves in `tag_history` in the same transaction (`recordTagMove`). No proto types
  * here.
  */
-import { and, count, desc, eq, gte, lt, max, sql } from "drizzle-orm";
+import { and, count, eq, max, sql } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import type { Bind } from "../list-predicates.js";
-import { tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
+import { tagHistoryQuery, tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
 import { preparedLists } from "./list-query.js";
 import { type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
 import { requireRepo } from "./repos.js";
@@ -147,17 +147,12 @@ export function createTagsRepository(db: Db): TagsRepository {
     async history(uid, range, limit) {
       const found = getStmt.get({ uid });
       if (!found) throw notFound("tag", uid);
+      const q = tagHistoryQuery(tagHistory, uid, range);
       return db
         .select({ digest: tagHistory.digest, moveTime: tagHistory.moveTime })
         .from(tagHistory)
-        .where(
-          and(
-            eq(tagHistory.tagUid, uid),
-            range.start !== undefined ? gte(tagHistory.moveTime, range.start) : undefined,
-            range.end !== undefined ? lt(tagHistory.moveTime, range.end) : undefined,
-          ),
-        )
-        .orderBy(desc(tagHistory.moveTime), desc(tagHistory.seq))
+        .where(q.where)
+        .orderBy(...q.newestFirst)
         .limit(limit + 1)
         .all();
     },
