@@ -22,3 +22,12 @@ export function forgetTestStore(dataDir: string): void {
 export function storeOfTestApp(dataDir: string): StoreTarget {
   return targets.get(dataDir) ?? { dataDir };
 }
+
+/**
+ * The flags that point a `trellis` tool (import, keys, auth token --local, serve) at the
+ * database of the server on `dataDir`: `--database URL` on PostgreSQL, else `--data DIR`.
+ */
+export function storeArgs(dataDir: string): string[] {
+  const target = storeOfTestApp(dataDir);
+  return target.databaseUrl !== undefined ? ["--database", target.databaseUrl] : ["--data", target.dataDir];
+}
