@@ -20,7 +20,7 @@ import { type CallOutcome, callDoors } from "../support/call-method.js";
 import { cliRunner } from "../support/cli.js";
 import { queryDb, snapshotDb, withServerStore } from "../support/db.js";
 import { rest } from "../support/rest.js";
-import { storeOfTestApp } from "../support/store-target.js";
+import { storeArgs, storeOfTestApp } from "../support/store-target.js";
 import { closeGrpcClients } from "../support/transports.js";
 
 const UNAUTHENTICATED = 16;
@@ -259,7 +259,7 @@ describe("trellis tokens revoke (subprocess)", () => {
     const cli = cliRunner(t.url);
     try {
       // By jti: the CLI writes with the wall clock, the server here runs on a moved test clock.
-      const r = await cli.run(["tokens", "revoke", "--local", "--data", t.dataDir, "--identity", user, "--jti", decodeJwt(token).jti as string]);
+      const r = await cli.run(["tokens", "revoke", "--local", ...storeArgs(t.dataDir), "--identity", user, "--jti", decodeJwt(token).jti as string]);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toBe("");
     } finally {

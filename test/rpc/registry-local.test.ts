@@ -22,6 +22,7 @@ import { createUserIdentity, identityToken } from "../support/auth.js";
 import { callDoors, type CallOutcome } from "../support/call-method.js";
 import { snapshotDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
+import { storeArgs } from "../support/store-target.js";
 import { closeGrpcClients, Code } from "../support/transports.js";
 
 const R = Registry.method;
@@ -54,7 +55,7 @@ async function importRecords(records: unknown[]): Promise<string> {
   fs.writeFileSync(file, records.map((r) => JSON.stringify(r)).join("\n"));
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runImport(["--data", t.dataDir, "--quiet", file], {
+  const code = await runImport([...storeArgs(t.dataDir), "--quiet", file], {
     stdout: new PassThrough().on("data", (c) => out.push(String(c))),
     stderr: Object.assign(
       new PassThrough().on("data", (c) => err.push(String(c))),
