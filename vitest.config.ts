@@ -1,6 +1,11 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
-/** The files the `on-postgres` project runs (each also runs on SQLite in `all`). */
+/**
+ * The files the `on-postgres` project runs (each also runs on SQLite in `all`): the repository
+ * suites, and the whole protocol matrix (every door, the auth suites, the CLI), whose test
+ * servers then store in PostgreSQL (test/support/app.ts). Tests about SQLite itself stay in
+ * these files, skipped in this project under a title that says why (test/cli/backup.test.ts).
+ */
 const POSTGRES_MATRIX = [
   "test/store/account-associations.test.ts",
   "test/store/advisories.test.ts",
@@ -11,7 +16,20 @@ const POSTGRES_MATRIX = [
   "test/store/registry-lists.test.ts",
   "test/store/role-bindings.test.ts",
   "test/store/roles.test.ts",
+  "test/rpc/**/*.test.ts",
+  "test/rest/**/*.test.ts",
+  "test/auth/**/*.test.ts",
+  "test/cli/**/*.test.ts",
 ];
+
+/**
+ * Waiting for the port: protocol files that fail on PostgreSQL only because a repository
+ * they use still answers UNIMPLEMENTED there (UNPORTED_REPOSITORIES in
+ * src/store/postgres/engine.ts). Not run in `on-postgres` until then; each still runs on
+ * SQLite in `all`. Delete a line once its repositories are ported and the file passes with
+ * `npx vitest run --project on-postgres <file>`.
+ */
+const WAITING_FOR_THE_PORT: string[] = [];
 
 export default defineConfig({
   test: {
@@ -47,6 +65,7 @@ export default defineConfig({
         test: {
           name: "on-postgres",
           include: POSTGRES_MATRIX,
+          exclude: [...configDefaults.exclude, ...WAITING_FOR_THE_PORT],
           env: { TRELLIS_TEST_ENGINE: "postgres" },
           globalSetup: ["test/support/postgres-cluster.ts"],
         },

@@ -12,7 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newPostgresDatabase, dropPostgresDatabase, TEST_ENGINE } from "../support/postgres.js";
+import { adminQuery, dropPostgresDatabase, newPostgresDatabase, TEST_ENGINE } from "../support/postgres.js";
 import { BIN, startServe } from "../support/serve.js";
 import { type ChildStore, freshChildStore } from "../support/store-target.js";
 
@@ -65,14 +65,19 @@ describe("trellis auth token --local", () => {
     }
   });
 
-  it.runIf(TEST_ENGINE === "postgres")("explains a PostgreSQL database no server has used (--database)", async () => {
+  it.runIf(TEST_ENGINE === "postgres")("explains a PostgreSQL database no server has used (--database), creating nothing in it", async () => {
     const empty = await newPostgresDatabase("localtoken_empty");
     try {
       const missing = await run(process.execPath, [BIN, "auth", "token", "--local", "--database", empty.url]).catch((e) => e);
       expect(missing.code).toBe(1);
       expect(missing.stdout).toBe("");
-      expect(missing.stderr).toMatch(/start the server once/);
+      expect(missing.stderr).toMatch(/no Trellis database at postgres:\/\/postgres:\*\*\*@\S+; start the server once with --database postgres:/);
       expect(missing.stderr).not.toContain(new URL(empty.url).password);
+      const tables = await adminQuery(
+        empty.url,
+        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema')",
+      );
+      expect(tables.rows).toEqual([]);
     } finally {
       await dropPostgresDatabase(empty.name);
     }

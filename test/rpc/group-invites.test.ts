@@ -187,7 +187,7 @@ describe("GroupInvites over REST", () => {
     t = await startTestApp();
     const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "rest org" })).body.uid as string;
     const roleUid = newUidp(null);
-    await queryDb(t, "INSERT INTO roles (uid, name, built_in, create_time, update_time) VALUES (?, 'viewer', 1, 0, 0)", [roleUid]);
+    await queryDb(t, "INSERT INTO roles (uid, name, built_in, create_time, update_time) VALUES (?, 'viewer', TRUE, 0, 0)", [roleUid]);
     const created = await rest(t.url, "POST", `/iam/v2beta1/groupInvites/${org}`, { roleUid, ttl: "3600s", singleUse: true });
     expect(created.status).toBe(200);
     expect(created.body.code).toMatch(/^[0-9a-f]{16}[A-Za-z0-9_-]{43}$/);

@@ -53,7 +53,9 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
   // In the on-postgres project, a server the test did not point anywhere gets a fresh
   // database of its own; its data directory then only names it (store-target.ts).
   const database =
-    TEST_ENGINE === "postgres" && config.databaseUrl === undefined && config.dataDir === undefined ? await newPostgresDatabase("app") : undefined;
+    TEST_ENGINE === "postgres" && config.databaseUrl === undefined && config.dataDir === undefined
+      ? await newPostgresDatabase("app", { migrated: true })
+      : undefined;
   if (database) registerTestStore(dataDir, { dataDir, databaseUrl: database.url });
   else if (config.databaseUrl !== undefined) registerTestStore(dataDir, { dataDir, databaseUrl: config.databaseUrl });
   let offset = 0;

@@ -52,7 +52,7 @@ export interface ChildStore {
  */
 export async function freshChildStore(label: string): Promise<ChildStore> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `trellis-${label}-`));
-  const database = TEST_ENGINE === "postgres" ? await newPostgresDatabase(label) : undefined;
+  const database = TEST_ENGINE === "postgres" ? await newPostgresDatabase(label, { migrated: true }) : undefined;
   if (database) registerTestStore(dataDir, { dataDir, databaseUrl: database.url });
   return {
     dataDir,
