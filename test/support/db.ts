@@ -36,20 +36,62 @@ const NUMERIC_INT8: pg.CustomTypesConfig = {
     oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig["getTypeParser"],
 };
 
-async function withPostgres<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, types: NUMERIC_INT8 });
-  await client.connect();
+/**
+ * One connection per database, kept while the test uses it: a snapshot is taken before and
+ * after every rejected call, and a new connection each time (SCRAM authentication included)
+ * would cost more than the reading. It closes itself when idle; the database being dropped
+ * ends it too, which the pool reports as an error of an idle client, expected and ignored.
+ */
+const pools = new Map<string, pg.Pool>();
+
+function poolFor(url: string): pg.Pool {
+  let pool = pools.get(url);
+  if (!pool) {
+    pool = new pg.Pool({ connectionString: url, max: 1, idleTimeoutMillis: 2000, allowExitOnIdle: true, types: NUMERIC_INT8 });
+    pool.on("error", () => {});
+    pools.set(url, pool);
+  }
+  return pool;
+}
+
+async function withPostgres<T>(url: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await poolFor(url).connect();
+  let broken: Error | undefined;
   try {
     return await fn(client);
+  } catch (err) {
+    broken = err as Error;
+    throw err;
   } finally {
-    await client.end();
+    // A failed statement may leave the connection mid-transaction: destroyed, not reused.
+    client.release(broken);
   }
 }
 
+/** The text of every row of every table, in one statement (migration bookkeeping excluded: not in public). */
+const snapshotStatements = new Map<string, string>();
+
+async function snapshotStatement(url: string, client: pg.PoolClient): Promise<string> {
+  let statement = snapshotStatements.get(url);
+  if (statement === undefined) {
+    const tables = await client.query<{ name: string }>(
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name COLLATE \"C\"",
+    );
+    // Each table's rows as JSON text, sorted (a heap has no stable order to read them in).
+    statement = tables.rows
+      .map(
+        ({ name }) =>
+          `(SELECT '${name}' AS t, coalesce(array_agg(r ORDER BY r COLLATE "C"), '{}') AS rows FROM (SELECT row_to_json(x)::text AS r FROM "${name}" x) s)`,
+      )
+      .join(" UNION ALL ");
+    snapshotStatements.set(url, statement);
+  }
+  return statement;
+}
+
 /**
- * A digest of every row of every table (migration bookkeeping excluded). On PostgreSQL the
- * rows are read in one REPEATABLE READ transaction (one consistent picture) and each table's
- * rows sorted by their text, since a heap has no stable order to read them in.
+ * A digest of every row of every table (migration bookkeeping excluded). On PostgreSQL every
+ * table is read by one statement, each table's rows as JSON text sorted bytewise.
  */
 export async function snapshotDb(app: TestStore): Promise<string> {
   const url = postgresUrlOf(app);
@@ -70,19 +112,11 @@ export async function snapshotDb(app: TestStore): Promise<string> {
     return hash.digest("hex");
   }
   await withPostgres(url, async (client) => {
-    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    try {
-      // drizzle keeps its bookkeeping in a schema of its own ("drizzle"), not in public.
-      const tables = await client.query<{ name: string }>(
-        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name COLLATE \"C\"",
-      );
-      for (const { name } of tables.rows) {
-        hash.update(`#${name}\n`);
-        const rows = (await client.query(`SELECT * FROM "${name}"`)).rows.map(rowText).sort();
-        for (const row of rows) hash.update(row);
-      }
-    } finally {
-      await client.query("COMMIT");
+    // One statement: one consistent picture of every table.
+    const { rows } = await client.query<{ t: string; rows: string[] }>(await snapshotStatement(url, client));
+    for (const table of rows) {
+      hash.update(`#${table.t}\n`);
+      for (const row of table.rows) hash.update(row);
     }
   });
   return hash.digest("hex");
