@@ -25,35 +25,16 @@ const POSTGRES_MATRIX = [
 ];
 
 /**
- * Waiting for the port: protocol files that fail on PostgreSQL only because a repository
- * they use still answers UNIMPLEMENTED there (UNPORTED_REPOSITORIES in
- * src/store/postgres/engine.ts). Not run in `on-postgres` until then; each still runs on
- * SQLite in `all`. Delete a line once its repositories are ported and the file passes with
- * `npx vitest run --project on-postgres <file>`.
+ * Waiting: protocol files that fail on PostgreSQL for a reason outside the test, not run in
+ * `on-postgres` until it is fixed (each still runs on SQLite in `all`). Delete a line once
+ * `npx vitest run --project on-postgres <file>` passes.
+ * - token-revocation: "a revocation by another connection is seen at the next call" fails on
+ *   PostgreSQL. Another process's revocation reaches a running server by NOTIFY, which can
+ *   arrive after the very next call has been authorized; the per-call catch-up of the
+ *   server values that closes this is being written on another branch (pg-replicas).
  */
-const WAITING_FOR_THE_PORT = [
-  "test/auth/authorization-matrix.test.ts", // groupInvites, identityProviders, accountAssociations, repos
-  "test/auth/caller-methods.test.ts", // groupAccessRequests
-  "test/auth/down-scoping.test.ts", // repos
-  "test/auth/invite-redemption.test.ts", // groupInvites
-  "test/auth/refresh-tokens.test.ts", // refreshTokens
-  "test/auth/tenants.test.ts", // repos
-  "test/auth/token-revocation.test.ts", // tokenRevocations, refreshTokens
-  "test/cli/auth.test.ts", // groupInvites
-  "test/cli/commands.test.ts", // groupInvites, repos, the importer
-  "test/cli/everyday.test.ts", // repos, the importer
-  "test/cli/names.test.ts", // repos, tags, the importer
-  "test/rest/groups.test.ts", // identityProviders, repos (its every-route sweep)
-  "test/rest/registry.test.ts", // repos, tags
-  "test/rpc/account-associations.test.ts", // accountAssociations
-  "test/rpc/advisories.test.ts", // advisories, the importer
-  "test/rpc/group-invites.test.ts", // groupInvites
-  "test/rpc/identity-providers.test.ts", // identityProviders, scimCredentials
-  "test/rpc/legacy-v1.test.ts", // repos
-  "test/rpc/registry-local.test.ts", // repos, tags, readmes, deployments, settings, eolTags, the importer
-  "test/rpc/registry.test.ts", // repos, tags
-  "test/rpc/scim-tokens.test.ts", // identityProviders, scimCredentials
-  "test/rpc/surface.test.ts", // every unported repository (one call to each method)
+const WAITING_FOR_A_SERVER_FIX = [
+  "test/auth/token-revocation.test.ts", // the next call after another process's revocation (see above)
 ];
 
 export default defineConfig({
@@ -90,7 +71,7 @@ export default defineConfig({
         test: {
           name: "on-postgres",
           include: POSTGRES_MATRIX,
-          exclude: [...configDefaults.exclude, ...WAITING_FOR_THE_PORT],
+          exclude: [...configDefaults.exclude, ...WAITING_FOR_A_SERVER_FIX],
           env: { TRELLIS_TEST_ENGINE: "postgres" },
           globalSetup: ["test/support/postgres-cluster.ts"],
         },
