@@ -1,6 +1,11 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
-/** The files the `on-postgres` project runs (each also runs on SQLite in `all`). */
+/**
+ * The files the `on-postgres` project runs (each also runs on SQLite in `all`): the repository
+ * suites, and the whole protocol matrix (every door, the auth suites, the CLI), whose test
+ * servers then store in PostgreSQL (test/support/app.ts). Tests about SQLite itself stay in
+ * these files, skipped in this project under a title that says why (test/cli/backup.test.ts).
+ */
 const POSTGRES_MATRIX = [
   "test/store/account-associations.test.ts",
   "test/store/advisories.test.ts",
@@ -13,6 +18,23 @@ const POSTGRES_MATRIX = [
   "test/store/registry.test.ts",
   "test/store/role-bindings.test.ts",
   "test/store/roles.test.ts",
+  "test/rpc/**/*.test.ts",
+  "test/rest/**/*.test.ts",
+  "test/auth/**/*.test.ts",
+  "test/cli/**/*.test.ts",
+];
+
+/**
+ * Waiting: protocol files that fail on PostgreSQL for a reason outside the test, not run in
+ * `on-postgres` until it is fixed (each still runs on SQLite in `all`). Delete a line once
+ * `npx vitest run --project on-postgres <file>` passes.
+ * - token-revocation: "a revocation by another connection is seen at the next call" fails on
+ *   PostgreSQL. Another process's revocation reaches a running server by NOTIFY, which can
+ *   arrive after the very next call has been authorized; the per-call catch-up of the
+ *   server values that closes this is being written on another branch (pg-replicas).
+ */
+const WAITING_FOR_A_SERVER_FIX = [
+  "test/auth/token-revocation.test.ts", // the next call after another process's revocation (see above)
 ];
 
 export default defineConfig({
@@ -49,6 +71,7 @@ export default defineConfig({
         test: {
           name: "on-postgres",
           include: POSTGRES_MATRIX,
+          exclude: [...configDefaults.exclude, ...WAITING_FOR_A_SERVER_FIX],
           env: { TRELLIS_TEST_ENGINE: "postgres" },
           globalSetup: ["test/support/postgres-cluster.ts"],
         },

@@ -36,8 +36,10 @@ export async function openStore(options: OpenStoreOptions): Promise<StoreEngine>
   if (options.databaseUrl !== undefined) {
     // Loaded on use: a SQLite deployment never needs node-postgres.
     const { openPostgresEngine } = await import("./postgres/engine.js");
-    const poolSize = options.poolSize ?? (options.access === undefined || options.access === "serve" ? undefined : TOOL_POOL_SIZE);
-    return openPostgresEngine(options.databaseUrl, poolSize === undefined ? {} : { poolSize });
+    const tool = options.access !== undefined && options.access !== "serve";
+    const poolSize = options.poolSize ?? (tool ? TOOL_POOL_SIZE : undefined);
+    // A tool never creates the schema (existingOnly): as on SQLite, only a server starts a database.
+    return openPostgresEngine(options.databaseUrl, { ...(poolSize === undefined ? {} : { poolSize }), existingOnly: tool });
   }
   return openSqliteEngine(options);
 }

@@ -141,7 +141,7 @@ describe.each(rpcTransports)("authentication over $name", (transport) => {
   it.each(BAD)("$name: UNAUTHENTICATED with ErrorInfo, nothing written", async ({ header, reason }) => {
     const value = await header();
     const headers = value === undefined ? undefined : { authorization: value };
-    const err = await expectRejectedAndUnchanged(t.dbFile, () => client().createGroup({ group: { name: "intruder" } }, { headers }));
+    const err = await expectRejectedAndUnchanged(t, () => client().createGroup({ group: { name: "intruder" } }, { headers }));
     expectUnauthenticated(err, reason);
     await client()
       .listGroups({}, { headers })
@@ -171,7 +171,7 @@ describe("authentication over REST", () => {
   it.each(BAD)("$name: 401 with WWW-Authenticate and an AIP-193 body, nothing written", async ({ header, reason }) => {
     const value = await header();
     const headers = { authorization: value ?? "" };
-    const res = (await expectRejectedAndUnchanged(t.dbFile, async () => {
+    const res = (await expectRejectedAndUnchanged(t, async () => {
       const r = await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "intruder" }, headers);
       if (r.status < 400) throw new Error(`expected a failure, got ${r.status}`);
       throw r;

@@ -508,10 +508,10 @@ async function runCase(door: CallDoor, c: Case): Promise<void> {
     else expect(out, `${c.id}: ${JSON.stringify(out)}`).toMatchObject({ ok: true });
     return;
   }
-  const before = snapshotDb(t.dbFile);
+  const before = await snapshotDb(t);
   const out: CallOutcome = await call();
   expect(out, `${c.id}: ${JSON.stringify(out)}`).toMatchObject({ ok: false, code: 7, reason: want.reason });
-  expect(snapshotDb(t.dbFile), `${c.id}: the database changed`).toBe(before);
+  expect(await snapshotDb(t), `${c.id}: the database changed`).toBe(before);
 }
 
 describe("authorization matrix", () => {

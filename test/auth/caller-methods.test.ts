@@ -124,13 +124,13 @@ const restDoor = doors.find((d) => d.name === "rest") as (typeof doors)[number];
 
 /** Runs `fn`, expects it to fail without changing the database, returns the DoorError. */
 async function rejected(fn: () => Promise<unknown>): Promise<DoorError> {
-  const before = snapshotDb(t.dbFile);
+  const before = await snapshotDb(t);
   const err = await fn().then(
     () => undefined,
     (e: unknown) => e,
   );
   expect(err).toBeInstanceOf(DoorError);
-  expect(snapshotDb(t.dbFile), "a rejected call changed the database").toBe(before);
+  expect(await snapshotDb(t), "a rejected call changed the database").toBe(before);
   return err as DoorError;
 }
 

@@ -124,7 +124,7 @@ describe.each(scopedDoors)("exchange with cap/scopes over $name", (door) => {
   });
 
   it("an unknown capability, a malformed scope or a name that names no group is INVALID_ARGUMENT, changing nothing", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const presented = await aliceToken();
     expect(await door.exchange(presented, { cap: ["groups.list", "groups.own"] })).toMatchObject({ code: 3, reason: "INVALID_ARGUMENT", field: "cap" });
     expect(await door.exchange(presented, { cap: ["CAP_IAM_GROUPS_LIST"] })).toMatchObject({ code: 3, field: "cap" });
@@ -133,7 +133,7 @@ describe.each(scopedDoors)("exchange with cap/scopes over $name", (door) => {
     // A brand-new user with a bad scope is not created either.
     const newcomer = await idp.sign({ sub: `newcomer-${door.name.replace(/[^a-z]/g, "")}`, aud: CLIENT_ID });
     expect(await door.exchange(newcomer, { scopes: ["alpha"] })).toMatchObject({ code: 3, field: "scopes" });
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 });
 
@@ -153,13 +153,13 @@ describe("a down-scoped token on every API door", () => {
       expect(await door.call(t.url, listOnly, GroupsService.method.getGroup, { uid: org })).toMatchObject({ ok: false, code: 7 });
       expect(await door.call(t.url, listOnly, GroupsService.method.getGroup, { uid: beta })).toMatchObject({ ok: false, code: 7 });
       // Owner holds groups.create at alpha; the token was reduced to groups.list.
-      const before = snapshotDb(t.dbFile);
+      const before = await snapshotDb(t);
       expect(await door.call(t.url, listOnly, GroupsService.method.createGroup, { parent: alpha, group: { name: "nope" } })).toMatchObject({
         ok: false,
         code: 7,
       });
       expect(await door.call(t.url, listOnly, GroupsService.method.deleteGroup, { uid: alphaChild })).toMatchObject({ ok: false, code: 7 });
-      expect(snapshotDb(t.dbFile)).toBe(before);
+      expect(await snapshotDb(t)).toBe(before);
     });
 
     it("Lists see only the requested groups, and only with a requested capability", async () => {
@@ -187,7 +187,7 @@ describe("a down-scoped token on every API door", () => {
           claimMatch: { issuer: idp.issuer, subject: `robot-${door.name}` },
         })
       ).uid;
-      const before = snapshotDb(t.dbFile);
+      const before = await snapshotDb(t);
       // viewer holds more than groups.list: granting it would hand out what the token lacks.
       const viewer = await door.call(t.url, granter, RoleBindingsService.method.createRoleBinding, {
         parent: alpha,
@@ -200,7 +200,7 @@ describe("a down-scoped token on every API door", () => {
         roleBinding: { identityUid: robot, roleUid: lister },
       });
       expect(outside).toMatchObject({ ok: false, code: 7 });
-      expect(snapshotDb(t.dbFile)).toBe(before);
+      expect(await snapshotDb(t)).toBe(before);
       // A role made only of what the token holds can be granted, inside the scopes.
       const ok = await door.call(t.url, granter, RoleBindingsService.method.createRoleBinding, {
         parent: alpha,
@@ -214,10 +214,10 @@ describe("a down-scoped token on every API door", () => {
       const name = `kept-${door.name.replace(/[^a-z]/g, "")}`;
       const existing = (await op("POST", `/registry/v2beta1/repos/${alpha}`, { name, bundles: ["application"] })).uid;
       const creator = tokenOf(await scopedDoors[4]!.exchange(await aliceToken(), { cap: ["repo.create"], scopes: [alpha] }));
-      const before = snapshotDb(t.dbFile);
+      const before = await snapshotDb(t);
       const replaced = await door.call(t.url, creator, Registry.method.createRepo, { parentId: alpha, repo: { name, description: "hijacked" } });
       expect(replaced).toMatchObject({ ok: false, code: 7 });
-      expect(snapshotDb(t.dbFile)).toBe(before);
+      expect(await snapshotDb(t)).toBe(before);
       const both = tokenOf(await scopedDoors[4]!.exchange(await aliceToken(), { cap: ["repo.create", "repo.update"], scopes: [alpha] }));
       const updated = await door.call(t.url, both, Registry.method.createRepo, { parentId: alpha, repo: { name, description: "updated" } });
       expect(updated, JSON.stringify(updated)).toMatchObject({ ok: true, body: { id: existing, description: "updated" } });
@@ -225,7 +225,7 @@ describe("a down-scoped token on every API door", () => {
 
     it("methods about the caller: reads answer, writes and founding an organization are refused", async () => {
       expect(await door.call(t.url, listOnly, IdentitiesService.method.lookupIdentity, { issuer: idp.issuer, subject: SUBJECT })).toMatchObject({ ok: true });
-      const before = snapshotDb(t.dbFile);
+      const before = await snapshotDb(t);
       expect(await door.call(t.url, listOnly, IdentitiesService.method.updateIdentityMetadata, { identityMetadata: { company: "evil" } })).toMatchObject({
         ok: false,
         code: 7,
@@ -241,7 +241,7 @@ describe("a down-scoped token on every API door", () => {
         code: 7,
         reason: "TOKEN_DOWN_SCOPED",
       });
-      expect(snapshotDb(t.dbFile)).toBe(before);
+      expect(await snapshotDb(t)).toBe(before);
     });
   });
 });

@@ -79,11 +79,11 @@ function as(door: CallDoor, who: User) {
 
 /** The call is refused with `code` (and `reason`/precondition type) and the database did not change. */
 async function expectRefused(call: () => Promise<CallOutcome>, code: number, reason: string, preconditionType?: string) {
-  const before = snapshotDb(t.dbFile);
+  const before = await snapshotDb(t);
   const out = await call();
   expect(out, JSON.stringify(out)).toMatchObject({ ok: false, code, reason });
   if (preconditionType !== undefined && !out.ok) expect(out.preconditionTypes).toEqual([preconditionType]);
-  expect(snapshotDb(t.dbFile)).toBe(before);
+  expect(await snapshotDb(t)).toBe(before);
 }
 
 function expectOk(out: CallOutcome) {

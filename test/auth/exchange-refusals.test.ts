@@ -73,7 +73,7 @@ const DOORS = exchangeDoors.map((door) => ({
 
 describe.each(DOORS)("the exchange over $name", (door) => {
   it("refuses an IdP token whose iat is beyond the clock skew in the future, and takes one within it", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     for (const id of [identity, ""]) {
       // The IdP's "now" is CLOCK_TOLERANCE_S + 15 s after the server's.
       setServerClock(-(CLOCK_TOLERANCE_S + 15) * 1000);
@@ -84,7 +84,7 @@ describe.each(DOORS)("the exchange over $name", (door) => {
       if (refused.status !== undefined) expect(refused.status).toBe(401);
     }
     // Nothing recorded: no lastSeenTime, no user identity created.
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
 
     // Within the allowance (15 s ahead) the same exchange works.
     setServerClock(-(CLOCK_TOLERANCE_S - 15) * 1000);
@@ -94,7 +94,7 @@ describe.each(DOORS)("the exchange over $name", (door) => {
   });
 
   it("refuses a user sign-in whose sub, name or email claim holds a NUL (U+0000), creating no identity", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const claims = [
       { claim: "sub", token: { sub: `nul\u0000user-${door.name}` } },
       { claim: "name", token: { sub: `nul-name-${door.name}`, name: "Ada\u0000Lovelace" } },
@@ -106,7 +106,7 @@ describe.each(DOORS)("the exchange over $name", (door) => {
       expect(refused.message).toContain(`the presented token's ${claim} claim holds a NUL character (U+0000)`);
       if (refused.status !== undefined) expect(refused.status).toBe(401);
     }
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
     // The same sign-in without the NUL creates the user.
     const ok = await door.exchange(await idp.sign({ sub: `nul-name-${door.name}`, name: "Ada Lovelace", aud: CLIENT_ID }), "");
     expect(ok.code, ok.message).toBeUndefined();
@@ -116,7 +116,7 @@ describe.each(DOORS)("the exchange over $name", (door) => {
     // The operator's token, and a token this very exchange issued to the identity.
     const issued = await door.exchange(await idp.sign({ sub: SUBJECT, aud: t.app.issuer.issuer }), identity);
     expect(issued.code, issued.message).toBeUndefined();
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     for (const ours of [t.token, issued.token as string]) {
       for (const id of [identity, ""]) {
         const res = await door.exchange(ours, id);
@@ -125,6 +125,6 @@ describe.each(DOORS)("the exchange over $name", (door) => {
         if (res.status !== undefined) expect(res.status).toBe(401);
       }
     }
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 });

@@ -110,7 +110,7 @@ describe.each(doors)("token exchange over $name", (door) => {
   });
 
   it("a mismatch and an unknown identity get the same PERMISSION_DENIED and change nothing", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const wrongSubject = await door.exchange(await idp.sign({ sub: "repo:evil/app:ref:refs/heads/main", aud: t.app.issuer.issuer }), [api()], exact);
     const wrongAudience = await door.exchange(await idp.sign({ sub: SUBJECT, aud: "https://other-relying-party.test" }), [api()], exact);
     const fromStranger = await door.exchange(await stranger.sign({ sub: SUBJECT, aud: t.app.issuer.issuer }), [api()], exact);
@@ -118,7 +118,7 @@ describe.each(doors)("token exchange over $name", (door) => {
     for (const r of [wrongSubject, wrongAudience, fromStranger, unknown]) {
       expect(r).toEqual({ code: 7, reason: "IDENTITY_NOT_ASSUMABLE", message: unknown.message, field: undefined });
     }
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
     expect(stranger.hits()).toBe(0); // an untrusted issuer is never contacted
   });
 

@@ -83,10 +83,10 @@ describe.each(callDoors)("RedeemGroupInvite over $name", (door) => {
 
     // Single use: gone for the next user, and nothing changes.
     const bob = await signIn(`bob-${slug}`);
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const again = await door.call(t.url, bob.token, REDEEM, { code });
     expect(again.ok ? 0 : again.code).toBe(5);
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 
   it("refuses an operator, an assumed identity, another email, a malformed and an unknown code, changing nothing", async () => {
@@ -109,7 +109,7 @@ describe.each(callDoors)("RedeemGroupInvite over $name", (door) => {
       [dave.token, "", 3, "INVALID_ARGUMENT"],
       [dave.token, `${"0".repeat(16)}${"A".repeat(43)}`, 5, "NOT_FOUND"],
     ];
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     for (const [token, c, code_, reason] of cases) {
       const out = await door.call(t.url, token, REDEEM, { code: c });
       expect(out.ok, c).toBe(false);
@@ -118,7 +118,7 @@ describe.each(callDoors)("RedeemGroupInvite over $name", (door) => {
       if (code_ === 9) expect(out.preconditionTypes).toEqual([reason]);
       else expect(out.reason).toBe(reason);
     }
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
     // A multi-use invite works for several users; redeeming twice returns the same binding.
     const erin = await signIn(`erin-${slug}`);
     const first = await door.call(t.url, erin.token, REDEEM, { code });
@@ -135,12 +135,12 @@ describe("an expired invite", () => {
     const frank = await signIn("frank");
     t.advanceClock(2_000);
     try {
-      const before = snapshotDb(t.dbFile);
+      const before = await snapshotDb(t);
       for (const door of callDoors) {
         const out = await door.call(t.url, frank.token, REDEEM, { code });
         expect(out.ok ? [] : out.preconditionTypes, door.name).toEqual(["INVITE_EXPIRED"]);
       }
-      expect(snapshotDb(t.dbFile)).toBe(before);
+      expect(await snapshotDb(t)).toBe(before);
     } finally {
       t.advanceClock(-2_000);
     }

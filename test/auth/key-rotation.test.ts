@@ -9,7 +9,6 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { decodeProtectedHeader, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
@@ -20,7 +19,9 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken, operatorToken, serverSigningKey } from "../support/auth.js";
 import { type CallOutcome, callDoors } from "../support/call-method.js";
 import { cliRunner } from "../support/cli.js";
+import { queryDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
+import { storeArgs } from "../support/store-target.js";
 import { closeGrpcClients } from "../support/transports.js";
 
 let t: TestApp;
@@ -68,7 +69,7 @@ interface ListedKey {
 async function keysCli(args: string[]): Promise<ListedKey[]> {
   const cli = cliRunner(t.url);
   try {
-    const r = await cli.run(["keys", ...args, "--data", t.dataDir, "-o", "json"]);
+    const r = await cli.run(["keys", ...args, ...storeArgs(t.dataDir), "-o", "json"]);
     expect(r.code, r.stderr).toBe(0);
     return JSON.parse(r.stdout) as ListedKey[];
   } finally {
@@ -162,13 +163,8 @@ describe("trellis keys rotate", () => {
 
     const keys = await keysCli(["rotate", "--only", "page-tokens"]);
     expect(keys.filter((k) => k.use === "page-token").map((k) => k.status)).toEqual(["active", "retiring"]);
-    const sqlite = new Database(t.dbFile, { readonly: true });
-    let newKey: Uint8Array | undefined;
-    try {
-      newKey = parsePageKeyRing((sqlite.prepare("SELECT value FROM server_keys WHERE name = ?").get(PAGE_KEYS_NAME) as { value: Buffer }).value)?.active;
-    } finally {
-      sqlite.close();
-    }
+    const [stored] = await queryDb<{ value: Buffer }>(t, "SELECT value FROM server_keys WHERE name = ?", [PAGE_KEYS_NAME]);
+    const newKey = stored && parsePageKeyRing(stored.value)?.active;
     for (const [i, door] of callDoors.entries()) {
       const second = await page(door, sealedBefore[i] as string);
       expect(second, door.name).toMatchObject({ ok: true });

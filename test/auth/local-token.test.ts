@@ -1,7 +1,9 @@
 /**
  * `trellis auth token --local` as a real process, next to a running `trellis serve`: it
  * prints the token and nothing else, the token is an operator token the server accepts,
- * and it fails clearly on a data directory the server never used.
+ * and it fails clearly on a data directory the server never used. On PostgreSQL (project
+ * on-postgres) the server and the tool both take `--database URL`, and the tool also fails
+ * clearly on a database no server has used.
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
@@ -9,18 +11,23 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { decodeJwt } from "jose";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminQuery, dropPostgresDatabase, newPostgresDatabase, TEST_ENGINE } from "../support/postgres.js";
 import { BIN, startServe } from "../support/serve.js";
+import { type ChildStore, freshChildStore } from "../support/store-target.js";
 
 const run = promisify(execFile);
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-localtoken-"));
-afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+let store: ChildStore;
+beforeAll(async () => {
+  store = await freshChildStore("localtoken");
+});
+afterAll(() => store.remove());
 
 describe("trellis auth token --local", () => {
   it("prints only an operator token, minted while the server runs, that the server accepts", async () => {
-    const server = await startServe(["--addr", "127.0.0.1:0", "--data", dataDir]);
+    const server = await startServe(["--addr", "127.0.0.1:0", ...store.args]);
     try {
-      const { stdout, stderr } = await run(process.execPath, [BIN, "auth", "token", "--local", "--data", dataDir, "--subject", "alice"]);
+      const { stdout, stderr } = await run(process.execPath, [BIN, "auth", "token", "--local", ...store.args, "--subject", "alice"]);
       expect(stderr).toBe("");
       expect(stdout).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\n$/);
       const token = stdout.trim();
@@ -55,6 +62,24 @@ describe("trellis auth token --local", () => {
       expect(noLogin.stderr).toMatch(/not logged in/);
     } finally {
       fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(TEST_ENGINE === "postgres")("explains a PostgreSQL database no server has used (--database), creating nothing in it", async () => {
+    const empty = await newPostgresDatabase("localtoken_empty");
+    try {
+      const missing = await run(process.execPath, [BIN, "auth", "token", "--local", "--database", empty.url]).catch((e) => e);
+      expect(missing.code).toBe(1);
+      expect(missing.stdout).toBe("");
+      expect(missing.stderr).toMatch(/no Trellis database at postgres:\/\/postgres:\*\*\*@\S+; start the server once with --database postgres:/);
+      expect(missing.stderr).not.toContain(new URL(empty.url).password);
+      const tables = await adminQuery(
+        empty.url,
+        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema')",
+      );
+      expect(tables.rows).toEqual([]);
+    } finally {
+      await dropPostgresDatabase(empty.name);
     }
   });
 });

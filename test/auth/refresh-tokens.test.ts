@@ -9,7 +9,6 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
@@ -20,7 +19,7 @@ import { userIdentityUid } from "../../src/store/identities.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import type { CallOutcome } from "../support/call-method.js";
 import { exchangeDoors } from "../support/exchange-doors.js";
-import { snapshotDb } from "../support/db.js";
+import { queryDb, snapshotDb } from "../support/db.js";
 import { startTestIdp, type TestIdp } from "../support/idp.js";
 import { rest } from "../support/rest.js";
 import { closeGrpcClients } from "../support/transports.js";
@@ -63,13 +62,8 @@ interface Asked {
 }
 type Outcome = { ok: true; token: string; refreshToken: string; refreshExpiry?: string } | { ok: false; code: number; reason?: string; field?: string };
 
-function rows(): { token_hash: string; family_id: string; identity_uid: string; used_time: number | null }[] {
-  const db = new Database(t.dbFile, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare("SELECT * FROM refresh_tokens").all() as never;
-  } finally {
-    db.close();
-  }
+function rows(): Promise<{ token_hash: string; family_id: string; identity_uid: string; used_time: number | null }[]> {
+  return queryDb(t, "SELECT * FROM refresh_tokens");
 }
 
 function failure(out: CallOutcome & { ok: false }): Outcome {
@@ -144,14 +138,14 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
     const readable = JSON.parse(Buffer.from(asked.refreshToken, "base64").toString("utf8"));
     expect(readable).toMatchObject({ sub: uid, iss: t.app.issuer.issuer });
     expect(readable.exp - readable.iat).toBe(7 * 24 * 60 * 60);
-    const mine = rows().filter((r) => r.identity_uid === uid);
+    const mine = (await rows()).filter((r) => r.identity_uid === uid);
     expect(mine).toHaveLength(1);
     expect(mine[0]?.token_hash).toBe(createHash("sha256").update(asked.refreshToken).digest("hex"));
     expect(JSON.stringify(mine)).not.toContain(asked.refreshToken);
   });
 
   it("asking with an assumed identity, or with a bad header value, is INVALID_ARGUMENT and writes nothing", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const ci = await idp.sign({ sub: "ci", aud: t.app.issuer.issuer });
     expect(await door.exchange(ci, { identity: robot, refresh: "true" })).toMatchObject({ ok: false, code: 3, field: REFRESH_REQUEST_HEADER });
     expect(await door.exchange(await idp.sign({ sub: "x", aud: CLIENT_ID }), { refresh: "please" })).toMatchObject({
@@ -159,7 +153,7 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
       code: 3,
       field: REFRESH_REQUEST_HEADER,
     });
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 
   it("rotates: a refresh returns a new pair; the old token reused revokes the whole family", async () => {
@@ -173,7 +167,7 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
     expect(works.status).toBe(200);
     // The first token again: refused, and the family (the second token too) is revoked.
     expect(await door.refresh(first.refreshToken, {})).toMatchObject({ ok: false, code: 16, reason: "REFRESH_TOKEN_REUSED" });
-    expect(rows().filter((r) => r.identity_uid === uid)).toEqual([]);
+    expect((await rows()).filter((r) => r.identity_uid === uid)).toEqual([]);
     expect(await door.refresh(second.refreshToken, {})).toMatchObject({ ok: false, code: 16, reason: "TOKEN_INVALID" });
   });
 
@@ -191,15 +185,15 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
     const after = ok(await door.refresh(narrower.refreshToken, {}));
     expect(decodeJwt(after.token)).toMatchObject({ [CAP_CLAIM]: ["groups.list"] });
     // An audience the family was not issued for, an unknown capability: INVALID_ARGUMENT, nothing written.
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     expect(await door.refresh(after.refreshToken, { aud: [REGISTRY] })).toMatchObject({ ok: false, code: 3, field: "aud" });
     expect(await door.refresh(after.refreshToken, { cap: ["groups.own"] })).toMatchObject({ ok: false, code: 3, field: "cap" });
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
     expect(ok(await door.refresh(after.refreshToken, {})).token).not.toBe("");
   });
 
   it("a missing, malformed or unknown refresh token is UNAUTHENTICATED and writes nothing", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     expect(await door.refresh(Buffer.from(JSON.stringify({ exp: 1, rt: "guess" })).toString("base64"), {})).toMatchObject({
       ok: false,
       code: 16,
@@ -208,15 +202,15 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
     expect(await door.refresh("not base64 at all!", {})).toMatchObject({ ok: false, code: 16 });
     // An API token is not a refresh token.
     expect(await door.refresh(t.token, {})).toMatchObject({ ok: false, code: 16 });
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 
   it("refresh tokens go with their identity", async () => {
     const { sub, uid } = await newUser();
     const first = ok(await door.exchange(await idp.sign({ sub, aud: CLIENT_ID }), { refresh: "true" }));
-    expect(rows().some((r) => r.identity_uid === uid)).toBe(true);
+    expect((await rows()).some((r) => r.identity_uid === uid)).toBe(true);
     await op("DELETE", `/iam/v2beta1/identities/${uid}`);
-    expect(rows().some((r) => r.identity_uid === uid)).toBe(false);
+    expect((await rows()).some((r) => r.identity_uid === uid)).toBe(false);
     expect(await door.refresh(first.refreshToken, {})).toMatchObject({ ok: false, code: 16, reason: "TOKEN_INVALID" });
   });
 });
@@ -271,14 +265,14 @@ describe("refresh and the identity provider's trust", () => {
     }
     const distrusting = await startTestApp({ dataDir, issuerUrl, trust: { identityProviders: [] } });
     try {
-      const before = snapshotDb(distrusting.dbFile);
+      const before = await snapshotDb(distrusting);
       const r = await rest(distrusting.url, "POST", "/sts/exchange_refresh_token", `aud=${encodeURIComponent(issuerUrl)}`, {
         authorization: `Bearer ${refreshToken}`,
         "content-type": "application/x-www-form-urlencoded",
       });
       expect(r.status).toBe(401);
       expect(r.body.details[0].reason).toBe("TOKEN_INVALID");
-      expect(snapshotDb(distrusting.dbFile)).toBe(before);
+      expect(await snapshotDb(distrusting)).toBe(before);
     } finally {
       await distrusting.close();
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -254,10 +254,10 @@ describe("two Authorization headers on the token exchange", () => {
     // The identity was made on `fast`; on `slow` (its own database) the control is PERMISSION_DENIED.
     const control = await run(c, `Bearer ${idToken}`, undefined);
     expect(control.code, control.message).toBe(t === fast ? 0 : 7);
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     for (const second of ["Bearer not-a-token", `Bearer ${idToken}`]) {
       expectUnauthenticated(c, await run(c, `Bearer ${idToken}`, second));
     }
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 });

@@ -134,9 +134,9 @@ async function expectDenied(p: Promise<unknown>, code = 7, reason = "PERMISSION_
 
 /** Runs a write that must be denied and checks the database did not change. */
 async function expectDeniedWrite(p: () => Promise<unknown>) {
-  const before = snapshotDb(t.dbFile);
+  const before = await snapshotDb(t);
   await expectDenied(p());
-  expect(snapshotDb(t.dbFile)).toBe(before);
+  expect(await snapshotDb(t)).toBe(before);
 }
 
 describe.each(doors)("two tenants over $name", (door) => {
@@ -251,11 +251,11 @@ describe("anti-escalation", () => {
       { identityUid: robot, roleUid: builtInRoleUid("owner") },
       { identityUid: pete, roleUid: builtInRoleUid("editor") },
     ]) {
-      const before = snapshotDb(t.dbFile);
+      const before = await snapshotDb(t);
       const res = await as(body);
       expect(res.status).toBe(403);
       expect(res.body.details[0].reason).toBe("PRIVILEGE_ESCALATION");
-      expect(snapshotDb(t.dbFile)).toBe(before);
+      expect(await snapshotDb(t)).toBe(before);
     }
     const batch = await as(
       { parent: tree.B1, requests: [{ roleBinding: { identityUid: robot, roleUid: builtInRoleUid("owner") } }] },

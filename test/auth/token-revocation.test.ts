@@ -6,7 +6,6 @@
  * a caller holding one narrow right, and every refusal leaves the database unchanged.
  */
 import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
-import Database from "better-sqlite3";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Capability } from "../../gen/chainguard/capabilities/capabilities_pb.js";
@@ -15,14 +14,13 @@ import { TokensService } from "../../gen/trellis/iam/v1/tokens_pb.js";
 import { revokeLocally } from "../../src/auth/key-admin.js";
 import { CAP_CLAIM } from "../../src/auth/token-limits.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { openDatabase } from "../../src/store/sqlite/db.js";
-import { createRefreshTokensRepository } from "../../src/store/sqlite/refresh-tokens.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { createUserIdentity, identityToken, operatorToken } from "../support/auth.js";
 import { type CallOutcome, callDoors } from "../support/call-method.js";
 import { cliRunner } from "../support/cli.js";
-import { snapshotDb } from "../support/db.js";
+import { queryDb, snapshotDb, withServerStore } from "../support/db.js";
 import { rest } from "../support/rest.js";
+import { storeArgs, storeOfTestApp } from "../support/store-target.js";
 import { closeGrpcClients } from "../support/transports.js";
 
 const UNAUTHENTICATED = 16;
@@ -73,10 +71,10 @@ function call<M extends DescMessage>(token: string, method: DescMethodUnary<M>, 
 
 /** Refused with `code` and `reason`, and nothing in the database changed. */
 async function expectRefused(run: () => Promise<CallOutcome>, code: number, reason?: string) {
-  const before = snapshotDb(t.dbFile);
+  const before = await snapshotDb(t);
   const out = await run();
   expect(out, JSON.stringify(out)).toMatchObject({ ok: false, code, ...(reason ? { reason } : {}) });
-  expect(snapshotDb(t.dbFile)).toBe(before);
+  expect(await snapshotDb(t)).toBe(before);
 }
 
 describe("revoking one token by its jti", () => {
@@ -113,9 +111,9 @@ describe("revoking every token of an identity", () => {
       const user = await newUser(`all-${door.name.replace(/[^a-z]/g, "")}`);
       const first = await identityToken(t.app, user);
       const second = await identityToken(t.app, user);
-      const opened = openDatabase(t.dataDir, { lock: false });
-      try {
-        await createRefreshTokensRepository(opened.db).issue(
+      // The refresh token is written by another connection, as a second replica or a tool would.
+      await withServerStore(t, async (store) => {
+        await store.repositories.refreshTokens.issue(
           {
             tokenHash: `h-${user}`,
             familyId: `f-${user}`,
@@ -127,15 +125,13 @@ describe("revoking every token of an identity", () => {
           },
           Date.now(),
         );
-        expect(await createRefreshTokensRepository(opened.db).find(`h-${user}`)).toBeDefined();
+        expect(await store.repositories.refreshTokens.find(`h-${user}`)).toBeDefined();
         expect(await onEveryDoor(first)).toEqual(callDoors.map(() => true));
         expect(await door.call(t.url, first, revokeTokens, { identity: user })).toMatchObject({ ok: true });
         expectRevokedEverywhere(await onEveryDoor(first));
         expectRevokedEverywhere(await onEveryDoor(second));
-        expect(await createRefreshTokensRepository(opened.db).find(`h-${user}`)).toBeUndefined();
-      } finally {
-        opened.db.$client.close();
-      }
+        expect(await store.repositories.refreshTokens.find(`h-${user}`)).toBeUndefined();
+      });
       // A token issued in a later second than the revocation is a new sign-in: it works.
       t.advanceClock(1000);
       const later = await identityToken(t.app, user);
@@ -175,11 +171,11 @@ describe("who may revoke", () => {
         [{ identity: "operator:" }, "identity"],
         [{ identity: "operator:x", jti: "has space" }, "jti"],
       ] as const) {
-        const before = snapshotDb(t.dbFile);
+        const before = await snapshotDb(t);
         const out = await door.call(t.url, t.token, revokeTokens, request);
         expect(out, `${door.name} ${JSON.stringify(request)}`).toMatchObject({ ok: false, code: INVALID_ARGUMENT });
         expect(JSON.stringify(out)).toContain(field);
-        expect(snapshotDb(t.dbFile)).toBe(before);
+        expect(await snapshotDb(t)).toBe(before);
       }
     }
   });
@@ -263,7 +259,7 @@ describe("trellis tokens revoke (subprocess)", () => {
     const cli = cliRunner(t.url);
     try {
       // By jti: the CLI writes with the wall clock, the server here runs on a moved test clock.
-      const r = await cli.run(["tokens", "revoke", "--local", "--data", t.dataDir, "--identity", user, "--jti", decodeJwt(token).jti as string]);
+      const r = await cli.run(["tokens", "revoke", "--local", ...storeArgs(t.dataDir), "--identity", user, "--jti", decodeJwt(token).jti as string]);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toBe("");
     } finally {
@@ -285,7 +281,7 @@ describe("a revocation by another connection is seen at the next call", () => {
       for (let round = 0; round < 5; round++) {
         const token = await identityToken(t.app, user);
         expect(await door.call(t.url, token, listGroups, {}), `round ${round}`).toMatchObject({ ok: true });
-        revokeLocally({ dataDir: t.dataDir }, { subject: user, jti: decodeJwt(token).jti as string }, Date.now());
+        await revokeLocally(storeOfTestApp(t.dataDir), { subject: user, jti: decodeJwt(token).jti as string }, Date.now());
         expect(await door.call(t.url, token, listGroups, {}), `round ${round}`).toMatchObject({ ok: false, code: UNAUTHENTICATED, reason: "TOKEN_REVOKED" });
       }
     });
@@ -300,16 +296,9 @@ describe("the revocation list stays bounded", () => {
     expect(await onEveryDoor(token)).toEqual(callDoors.map(() => true));
     expect(await call(token, revokeTokens, { identity: user, jti: "junk-100" })).toMatchObject({ ok: true });
     expectRevokedEverywhere(await onEveryDoor(token));
-    const sqlite = new Database(t.dbFile, { readonly: true });
-    try {
-      const doc = JSON.parse(String((sqlite.prepare("SELECT value FROM server_keys WHERE name = 'token_revocations'").get() as { value: Buffer }).value)) as {
-        tokens: { sub: string }[];
-        subjects: { sub: string }[];
-      };
-      expect(doc.tokens.filter((e) => e.sub === user)).toEqual([]);
-      expect(doc.subjects.filter((e) => e.sub === user)).toHaveLength(1);
-    } finally {
-      sqlite.close();
-    }
+    const [stored] = await queryDb<{ value: Buffer }>(t, "SELECT value FROM server_keys WHERE name = 'token_revocations'");
+    const doc = JSON.parse(String(stored?.value)) as { tokens: { sub: string }[]; subjects: { sub: string }[] };
+    expect(doc.tokens.filter((e) => e.sub === user)).toEqual([]);
+    expect(doc.subjects.filter((e) => e.sub === user)).toHaveLength(1);
   });
 });

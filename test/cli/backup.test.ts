@@ -8,6 +8,11 @@
  * database's invariants intact; the server kept acknowledging writes while the backup ran.
  * The others hold the refusals: restoring over a live server, over an existing database
  * without --force, a backup over an existing file without --force, a damaged or foreign file.
+ *
+ * SQLite only, apart from the last describe: backup and restore copy the SQLite file (its
+ * online backup API) and nothing else; a PostgreSQL deployment is backed up with
+ * PostgreSQL's own tools (docs/scale-out.md), and with TRELLIS_DATABASE set both commands
+ * refuse, which the last describe holds on both engines.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -18,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { databaseFile } from "../../src/store/sqlite/db.js";
 import { operatorToken } from "../support/auth.js";
+import { TEST_ENGINE } from "../support/postgres.js";
 import { type CliRunner, cliRunner } from "../support/cli.js";
 import { type Running, startServe } from "../support/serve.js";
 import { closeGrpcClients, createGrpcJsTransport } from "../support/transports.js";
@@ -80,7 +86,10 @@ function groupNames(dataDir: string): string[] {
   }
 }
 
-describe("trellis backup, then trellis restore", () => {
+/** The file's SQLite describes (see the header): skipped, as such, in the on-postgres project. */
+const describeSqliteFile = describe.skipIf(TEST_ENGINE === "postgres");
+
+describeSqliteFile("trellis backup, then trellis restore (SQLite only: copies the SQLite file)", () => {
   it("restores every write acknowledged before the backup started, while REST and gRPC writers kept going", async () => {
     const dataDir = tempDir("trellis-backup-live-");
     const backupFile = path.join(tempDir("trellis-backup-out-"), "trellis.backup");
@@ -167,7 +176,7 @@ describe("trellis backup, then trellis restore", () => {
   }, 120_000);
 });
 
-describe("refusals", () => {
+describeSqliteFile("refusals (SQLite only: of copying the SQLite file)", () => {
   let dataDir: string;
   let backupFile: string;
   let orgUid: string;
@@ -298,4 +307,24 @@ describe("refusals", () => {
     expect(foreign.stderr).toMatch(/empty\.db is not a Trellis database \(it has no __drizzle_migrations table\)/);
     expect(fs.existsSync(databaseFile(target))).toBe(false);
   }, 60_000);
+});
+
+describe("on a PostgreSQL deployment", () => {
+  it("with TRELLIS_DATABASE set, backup and restore refuse (exit 2) and point at PostgreSQL's own tools, writing nothing", async () => {
+    const work = tempDir("trellis-backup-pg-");
+    const env = { TRELLIS_DATABASE: "postgres://trellis:secret@127.0.0.1:1/trellis" };
+    const file = path.join(work, "out.backup");
+    const target = path.join(work, "data");
+    for (const args of [
+      ["backup", "--to", file],
+      ["restore", "--from", file, "--data", target],
+    ]) {
+      const r = await cli().run(args, env);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain("TRELLIS_DATABASE is set: backup and restore copy a SQLite data directory");
+      expect(r.stderr).toContain("pg_dump");
+      expect(r.stderr).not.toContain("secret");
+    }
+    expect(fs.readdirSync(work)).toEqual([]);
+  }, 30_000);
 });

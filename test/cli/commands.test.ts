@@ -15,6 +15,7 @@ import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliResult, type CliRunner, cliRunner, jsonOut } from "../support/cli.js";
 import { rpcTransports } from "../support/transports.js";
+import { storeArgs } from "../support/store-target.js";
 
 const UID = /^[0-9a-f]{40}(\/[0-9a-f]{16})*$/;
 const NDJSON = path.resolve("test/fixtures/import/registry.ndjson");
@@ -228,7 +229,7 @@ describe("trellis iam (subprocess against a real server)", () => {
 describe("trellis import, registry and advisories", () => {
   it("imports through the CLI (its own exit 3 for rejected records), then lists and gets repos, tags and advisories", async () => {
     const org = json(await ok(["iam", "groups", "create", "feeds", "-o", "json"]));
-    const imported = await cli.run(["import", "--data", t.dataDir, "--group", org.uid, "--quiet", NDJSON, OSV_DIR]);
+    const imported = await cli.run(["import", ...storeArgs(t.dataDir), "--group", org.uid, "--quiet", NDJSON, OSV_DIR]);
     expect(imported.code, imported.stderr).toBe(3); // the fixtures hold broken records on purpose
     expect(imported.stdout).toMatch(/^import: \d+ loaded, 0 updated, 0 unchanged, \d+ rejected/);
 

@@ -14,6 +14,7 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliRunner, cliRunner, jsonOut, runOk } from "../support/cli.js";
 import { rest } from "../support/rest.js";
 import { selfSignedCert } from "../support/tls.js";
+import { storeArgs } from "../support/store-target.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -271,8 +272,8 @@ describe("guard rails", () => {
 
   it("`auth token --local --ttl` is capped at 24 hours with a clear error; within the cap it works", async () => {
     const [over, within] = await Promise.all([
-      cli.run(["auth", "token", "--local", "--data", t.dataDir, "--ttl", "86401"]),
-      cli.run(["auth", "token", "--local", "--data", t.dataDir, "--ttl", "86400"]),
+      cli.run(["auth", "token", "--local", ...storeArgs(t.dataDir), "--ttl", "86401"]),
+      cli.run(["auth", "token", "--local", ...storeArgs(t.dataDir), "--ttl", "86400"]),
     ]);
     expect(over.code).toBe(2);
     expect(over.stderr).toContain("at most 86400 seconds (24 hours)");
@@ -292,7 +293,7 @@ describe("-o json is what REST returns", () => {
     );
     const role = json(await ok(["iam", "roles", "create", "json-role", "--group", org.uid, "--capability", "groups.list", "-o", "json"]));
     const binding = json(await ok(["iam", "role-bindings", "create", "--group", org.uid, "--identity", identity.uid, "--role", "json-role", "-o", "json"]));
-    await cli.run(["import", "--data", t.dataDir, "--group", org.uid, "--quiet", path.resolve("test/fixtures/import/registry.ndjson")]);
+    await cli.run(["import", ...storeArgs(t.dataDir), "--group", org.uid, "--quiet", path.resolve("test/fixtures/import/registry.ndjson")]);
     const repo = json(await ok(["registry", "repos", "get", "nginx", "--group", org.uid, "-o", "json"]));
     const tag = json(await ok(["registry", "tags", "get", "latest", "--repo", repo.uid, "-o", "json"]));
 

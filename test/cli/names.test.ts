@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliRunner, cliRunner, jsonOut, runOk } from "../support/cli.js";
+import { storeArgs } from "../support/store-target.js";
 
 const NDJSON = path.resolve("test/fixtures/import/registry.ndjson");
 
@@ -87,7 +88,7 @@ describe("names wherever a resource is named", () => {
 
   it("repos and tags: get a repo by name, list and get tags of a repo named by name", async () => {
     const org = json(await ok(["iam", "groups", "create", "names-registry", "-o", "json"]));
-    const imported = await cli.run(["import", "--data", t.dataDir, "--group", org.uid, "--quiet", NDJSON]);
+    const imported = await cli.run(["import", ...storeArgs(t.dataDir), "--group", org.uid, "--quiet", NDJSON]);
     expect([0, 3]).toContain(imported.code);
 
     const repo = json(await ok(["registry", "repos", "get", "nginx", "--group", "names-registry", "-o", "json"]));

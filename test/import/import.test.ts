@@ -91,10 +91,10 @@ describe("trellis import", () => {
   });
 
   it("re-imports idempotently: nothing duplicated, unchanged records untouched, changes update in place", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const again = await run(["--group", org, OSV_DIR]);
     expect(again.stdout).toMatch(/^import: 0 loaded, 0 updated, 4 unchanged, 2 rejected /);
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
     expect(count("advisories")).toBe(4);
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-osv-"));
@@ -189,7 +189,7 @@ describe("trellis import", () => {
   });
 
   it("refuses clearly, changing nothing, when another writer holds the database lock", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const holder = new Database(t.dbFile);
     try {
       holder.exec("BEGIN IMMEDIATE");
@@ -203,7 +203,7 @@ describe("trellis import", () => {
       holder.exec("ROLLBACK");
       holder.close();
     }
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 
   it("rolls a record that fails half-way back to its savepoint: nothing partial is committed", async () => {

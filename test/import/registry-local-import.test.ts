@@ -77,7 +77,7 @@ describe("trellis import of local registry state", () => {
     expect(byName.stdout).toMatch(/^import: 0 loaded, 1 updated, 0 unchanged, 0 rejected/);
     expect((await importRecords([{ parent: repo, readme: { content: "# nginx\n\nupdated" } }])).stdout).toMatch(/1 unchanged/);
 
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const bad = await importRecords([
       { parent: repo, readme: { content: "x".repeat(README_MAX_BYTES + 1) } },
       { parent: repo, readme: { content: "bell\u0007" } },
@@ -88,11 +88,11 @@ describe("trellis import of local registry state", () => {
     expect(bad.stdout).toMatch(/^import: 0 loaded, 0 updated, 0 unchanged, 4 rejected/);
     expect(bad.stderr).toContain("readme.content");
     expect(bad.stderr).toContain('unknown key "extra"');
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 
   it("loads end-of-life facts for existing tags only, with known statuses", async () => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const bad = await importRecords([
       { parent: org, repo_name: "nginx", eol_tag: { name: "no-such-tag", tagStatus: "TAG_INACTIVE" } },
       { parent: org, repo_name: "nginx", eol_tag: { name: "stable", tagStatus: 7 } },
@@ -101,7 +101,7 @@ describe("trellis import of local registry state", () => {
     ]);
     expect(bad.stdout).toMatch(/^import: 0 loaded, 0 updated, 0 unchanged, 4 rejected/);
     expect(bad.stderr).toContain("eol_tag.tag_status");
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
 
     const good = await importRecords([{ parent: org, repo_name: "nginx", eol_tag: { name: "stable", mainPackageName: "nginx", tagStatus: "TAG_IN_GRACE" } }]);
     expect(good.code).toBe(0);

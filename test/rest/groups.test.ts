@@ -13,12 +13,12 @@ const call = (method: string, path: string, body?: unknown, headers?: Record<str
 
 /** Runs a request that must be rejected; asserts status, gRPC code and an unchanged DB. */
 async function rejected(status: number, code: number, method: string, path: string, body?: unknown, headers?: Record<string, string>) {
-  const before = snapshotDb(t.dbFile);
+  const before = await snapshotDb(t);
   const res = await call(method, path, body, headers);
   expect({ status: res.status, code: res.body?.code }, `${method} ${path}`).toEqual({ status, code });
   expect(res.headers.get("content-type")).toBe("application/json");
   expect(res.body.details[0]["@type"]).toBe("type.googleapis.com/google.rpc.ErrorInfo");
-  expect(snapshotDb(t.dbFile)).toBe(before);
+  expect(await snapshotDb(t)).toBe(before);
   return res;
 }
 

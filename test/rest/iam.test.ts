@@ -17,7 +17,7 @@ const call = (method: string, path: string, body?: unknown) => rest(t.url, metho
 
 /** Sends a request that must fail with `status`/`code` naming `fields`, leaving the database as it was. */
 async function rejected(status: number, code: number, fields: string[], method: string, path: string, body?: unknown) {
-  const res = (await expectRejectedAndUnchanged(t.dbFile, async () => {
+  const res = (await expectRejectedAndUnchanged(t, async () => {
     const r = await call(method, path, body);
     if (r.status < 400) throw new Error(`expected a failure, got ${r.status}`);
     throw r;

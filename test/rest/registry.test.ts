@@ -21,7 +21,7 @@ describe("registry over REST", () => {
     const org = (await call("POST", "/iam/v2beta1/groups", { name: "acme" })).body.uid;
     const repo = await call("POST", `/registry/v2beta1/repos/${org}`, { name: "nginx" });
     expect(repo.status).toBe(200);
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const res = await fetch(`${t.url}/iam/v2beta1/groups/${org}`, { method: "DELETE", headers: { authorization: `Bearer ${t.token}` } });
     expect(res.status).toBe(400);
     expect(await res.text()).toBe(
@@ -42,7 +42,7 @@ describe("registry over REST", () => {
         ],
       }),
     );
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
   });
 
   it("creates, patches, lists and reads repos and tags with the published JSON names", async () => {

@@ -11,6 +11,7 @@ import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { importFiles } from "../../src/import/run-import.js";
 import { listInputFiles } from "../../src/import/read-records.js";
 import { startTestApp, type TestApp } from "../support/app.js";
+import { storeOfTestApp } from "../support/store-target.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
 const FIXTURES = path.join(import.meta.dirname, "../fixtures");
@@ -23,7 +24,7 @@ beforeAll(async () => {
   const groups = createClient(GroupsService, rpcTransports[1]!.create(t.url));
   org = (await groups.createGroup({ group: { name: "advisory org" } })).uid;
   const files = listInputFiles([path.join(FIXTURES, "osv"), path.join(FIXTURES, "import/registry.ndjson")]);
-  const summary = await importFiles({ dataDir: t.dataDir }, files, { group: org });
+  const summary = await importFiles(storeOfTestApp(t.dataDir), files, { group: org });
   expect(summary.loaded).toBe(10);
 });
 afterAll(async () => {
@@ -109,7 +110,7 @@ describe("a group with advisories", () => {
   it("cannot be deleted: code 9, child advisories", async () => {
     const groups = createClient(GroupsService, rpcTransports[0]!.create(t.url));
     const g = (await groups.createGroup({ group: { name: "only advisories" } })).uid;
-    await importFiles({ dataDir: t.dataDir }, listInputFiles([path.join(FIXTURES, "osv")]), { group: g });
+    await importFiles(storeOfTestApp(t.dataDir), listInputFiles([path.join(FIXTURES, "osv")]), { group: g });
     const err = await groups.deleteGroup({ uid: g }).catch((e) => e);
     expect((err as ConnectError).code).toBe(Code.FailedPrecondition);
     expect((err as ConnectError).rawMessage).toBe("Precondition failed: cannot delete group with child advisories");

@@ -3,12 +3,13 @@
  * in production: many requests arriving together, some of which must fail inside the shared
  * transaction. Each request gets its own answer, and the database ends up holding exactly the
  * writes that were reported as successful. (That they did share transactions is asserted at
- * the store level, test/store/group-commit.test.ts, which can count COMMITs.)
+ * the store level, test/store/group-commit.test.ts, which can count COMMITs.) On PostgreSQL
+ * the same requests run as concurrent transactions on the pool, and must end the same way.
  */
-import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { fileTestApp } from "../support/app.js";
+import { queryDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
 import { type CallDoor, type CallOutcome, callDoors } from "../support/call-method.js";
 
@@ -54,16 +55,12 @@ describe.each(callDoors.map(operations))("concurrent writes over $name", (door) 
     const created = outcomes.filter((o): o is { ok: true; uid: string } => o.ok).map((o) => o.uid);
     expect(created).toHaveLength(32);
 
-    const db = new Database(t.dbFile, { readonly: true });
-    try {
-      const stored = (db.prepare("SELECT uid, name FROM groups WHERE parent_uid = ? ORDER BY uid").all(org) as { uid: string; name: string }[])
-        .filter((r) => r.name.startsWith("folder-"))
-        .map((r) => r.uid);
-      expect(stored).toEqual([...created].sort());
-      expect(db.prepare("SELECT count(*) AS n FROM groups WHERE name LIKE 'lost-%'").get()).toEqual({ n: 0 });
-      expect(db.prepare("SELECT count(*) AS n FROM groups WHERE uid = ?").get(busy.uid)).toEqual({ n: 1 });
-    } finally {
-      db.close();
-    }
+    const stored = (await queryDb<{ uid: string; name: string }>(t, "SELECT uid, name FROM groups WHERE parent_uid = ?", [org]))
+      .filter((r) => r.name.startsWith("folder-"))
+      .map((r) => r.uid)
+      .sort();
+    expect(stored).toEqual([...created].sort());
+    expect(await queryDb(t, "SELECT uid FROM groups WHERE name LIKE 'lost-%'")).toEqual([]);
+    expect(await queryDb(t, "SELECT uid FROM groups WHERE uid = ?", [busy.uid])).toEqual([{ uid: busy.uid }]);
   });
 });

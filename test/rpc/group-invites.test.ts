@@ -7,7 +7,6 @@
 import { createHash } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Capability } from "../../gen/chainguard/capabilities/capabilities_pb.js";
 import { type GroupInviteSchema, GroupInvitesService } from "../../gen/chainguard/platform/iam/v2beta1/group_invites_pb.js";
@@ -15,7 +14,7 @@ import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { newUidp } from "../../src/store/uidp.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { expectRejectedAndUnchanged, snapshotDb } from "../support/db.js";
+import { expectRejectedAndUnchanged, queryDb, snapshotDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
@@ -23,16 +22,6 @@ type InviteInit = MessageInitShape<typeof GroupInviteSchema>;
 
 const DAY_S = 24n * 60n * 60n;
 const toMs = (ts: { seconds: bigint; nanos: number } | undefined) => Number(ts?.seconds) * 1000 + (ts?.nanos ?? 0) / 1e6;
-
-/** Runs SQL against the server's database through a second connection (roles belong to another change). */
-function sqlite<T>(dbFile: string, fn: (db: Database.Database) => T): T {
-  const db = new Database(dbFile);
-  try {
-    return fn(db);
-  } finally {
-    db.close();
-  }
-}
 
 describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
   let t: TestApp;
@@ -48,7 +37,7 @@ describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
 
   /** Runs a call that must fail without writing; checks code, ErrorInfo and the violated field. */
   async function rejects(fn: () => Promise<unknown>, code: Code, field?: string): Promise<ConnectError> {
-    const err = (await expectRejectedAndUnchanged(t.dbFile, fn)) as ConnectError;
+    const err = (await expectRejectedAndUnchanged(t, fn)) as ConnectError;
     expect(err).toBeInstanceOf(ConnectError);
     expect(err.code, err.rawMessage).toBe(code);
     const reason = Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
@@ -57,14 +46,16 @@ describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
     return err;
   }
 
-  const insertRole = (parentUid: string | null, name: string) =>
-    sqlite(t.dbFile, (db) => {
-      const uid = newUidp(parentUid);
-      db.prepare(
-        "INSERT INTO roles (uid, parent_uid, name, description, capabilities, built_in, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, 0, 0)",
-      ).run(uid, parentUid, name, `${name} role`, JSON.stringify([Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_ROLES_LIST]), parentUid === null ? 1 : 0);
-      return uid;
-    });
+  /** A role row written through a second connection to the server's database (no API makes a built-in role). */
+  const insertRole = async (parentUid: string | null, name: string) => {
+    const uid = newUidp(parentUid);
+    await queryDb(
+      t,
+      "INSERT INTO roles (uid, parent_uid, name, description, capabilities, built_in, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, 0, 0)",
+      [uid, parentUid, name, `${name} role`, JSON.stringify([Capability.CAP_IAM_GROUPS_LIST, Capability.CAP_IAM_ROLES_LIST]), parentUid === null ? 1 : 0],
+    );
+    return uid;
+  };
 
   const invite = (parent: string, fields: InviteInit = {}) =>
     client.createGroupInvite({ parent, groupInvite: { roleUid: builtIn, ttl: { seconds: DAY_S }, ...fields } as InviteInit });
@@ -77,10 +68,10 @@ describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
     org = (await groupsClient.createGroup({ group: { name: "invite org" } })).uid;
     folder = (await groupsClient.createGroup({ parent: org, group: { name: "invite folder" } })).uid;
     otherOrg = (await groupsClient.createGroup({ group: { name: "other org" } })).uid;
-    builtIn = insertRole(null, "viewer");
-    orgRole = insertRole(org, "org custom");
-    folderRole = insertRole(folder, "folder custom");
-    foreignRole = insertRole(otherOrg, "foreign");
+    builtIn = await insertRole(null, "viewer");
+    orgRole = await insertRole(org, "org custom");
+    folderRole = await insertRole(folder, "folder custom");
+    foreignRole = await insertRole(otherOrg, "foreign");
   });
   afterAll(async () => {
     closeGrpcClients();
@@ -105,8 +96,8 @@ describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
     expect(toMs(inv.createTime)).toBeGreaterThanOrEqual(before - 1);
     expect(toMs(inv.expirationTime) - toMs(inv.createTime)).toBe(Number(DAY_S) * 1000);
 
-    const stored = sqlite(t.dbFile, (db) => db.prepare("SELECT * FROM group_invites WHERE uid = ?").get(inv.uid)) as Record<string, unknown>;
-    expect(stored.code_hash).toBe(createHash("sha256").update(inv.code).digest("hex"));
+    const [stored] = await queryDb(t, "SELECT * FROM group_invites WHERE uid = ?", [inv.uid]);
+    expect(stored?.code_hash).toBe(createHash("sha256").update(inv.code).digest("hex"));
     expect(JSON.stringify(stored)).not.toContain(inv.code.slice(16));
 
     const got = await client.getGroupInvite({ uid: inv.uid });
@@ -121,7 +112,7 @@ describe.each(rpcTransports)("GroupInvitesService over $name", (transport) => {
   it("hydrates the role as it is now and accepts roles of the group's ancestors and a 30-day ttl", async () => {
     const inv = await invite(folder, { roleUid: orgRole, ttl: { seconds: 30n * DAY_S } });
     expect(inv.role?.name).toBe("org custom");
-    sqlite(t.dbFile, (db) => db.prepare("UPDATE roles SET name = 'renamed custom' WHERE uid = ?").run(orgRole));
+    await queryDb(t, "UPDATE roles SET name = 'renamed custom' WHERE uid = ?", [orgRole]);
     expect((await client.getGroupInvite({ uid: inv.uid })).role?.name).toBe("renamed custom");
     const own = await invite(folder, { roleUid: folderRole, ttl: { seconds: 0n, nanos: 500_000_000 } });
     expect(toMs(own.expirationTime) - toMs(own.createTime)).toBe(500);
@@ -195,11 +186,8 @@ describe("GroupInvites over REST", () => {
   it("creates with a JSON duration, shows the code once, and never renders ttl", async () => {
     t = await startTestApp();
     const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "rest org" })).body.uid as string;
-    const roleUid = sqlite(t.dbFile, (db) => {
-      const uid = newUidp(null);
-      db.prepare("INSERT INTO roles (uid, name, built_in, create_time, update_time) VALUES (?, 'viewer', 1, 0, 0)").run(uid);
-      return uid;
-    });
+    const roleUid = newUidp(null);
+    await queryDb(t, "INSERT INTO roles (uid, name, built_in, create_time, update_time) VALUES (?, 'viewer', TRUE, 0, 0)", [roleUid]);
     const created = await rest(t.url, "POST", `/iam/v2beta1/groupInvites/${org}`, { roleUid, ttl: "3600s", singleUse: true });
     expect(created.status).toBe(200);
     expect(created.body.code).toMatch(/^[0-9a-f]{16}[A-Za-z0-9_-]{43}$/);
@@ -209,10 +197,10 @@ describe("GroupInvites over REST", () => {
     expect(got.body).toEqual({ ...created.body, code: "" });
     const listed = await rest(t.url, "GET", `/iam/v2beta1/groupInvites?keyId=${created.body.keyId}`);
     expect(listed.body.groupInvites).toEqual([got.body]);
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const tooLong = await rest(t.url, "POST", `/iam/v2beta1/groupInvites/${org}`, { roleUid, ttl: "2592001s" });
     expect([tooLong.status, tooLong.body.code]).toEqual([400, 3]);
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
     expect((await rest(t.url, "DELETE", `/iam/v2beta1/groupInvites/${created.body.uid}`)).status).toBe(200);
   });
 });

@@ -71,16 +71,16 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
 
   it("rejects invalid names with the spec's message and BadRequest, writing nothing", async () => {
     for (const name of ["", "Upper", "has/slash", "a", "x".repeat(64), "emoji 🚀", "tab\u0009"]) {
-      const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name } })));
+      const err = asConnectError(await expectRejectedAndUnchanged(t, () => client.createGroup({ group: { name } })));
       expectErrorInfo(err, Code.InvalidArgument, "INVALID_ARGUMENT");
       const bad = err.findDetails(BadRequestSchema)[0];
       expect(bad?.fieldViolations[0]?.field).toBe("name");
       expect(err.rawMessage).toMatch(/^Invalid argument: name: name must/);
     }
-    const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "BAD" } })));
+    const err = asConnectError(await expectRejectedAndUnchanged(t, () => client.createGroup({ group: { name: "BAD" } })));
     expect(err.rawMessage).toBe('Invalid argument: name: name must match "^[a-z0-9 ._-]{1,}$"');
     // A NUL is refused by the rule every write's strings follow (any field, its full path).
-    const nul = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "nul\u0000" } })));
+    const nul = asConnectError(await expectRejectedAndUnchanged(t, () => client.createGroup({ group: { name: "nul\u0000" } })));
     expectErrorInfo(nul, Code.InvalidArgument, "INVALID_ARGUMENT");
     expect(nul.rawMessage).toBe("Invalid argument: group.name: must not contain the NUL character (U+0000)");
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.description).toBe('name must match "^[a-z0-9 ._-]{1,}$"');
@@ -95,12 +95,12 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
       { req: { group: { name: "okay", description: "line\nbreak" } }, field: "description" },
     ];
     for (const c of cases) {
-      const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup(c.req)));
+      const err = asConnectError(await expectRejectedAndUnchanged(t, () => client.createGroup(c.req)));
       expectErrorInfo(err, Code.InvalidArgument, "INVALID_ARGUMENT");
       expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toContain(c.field);
     }
     const missingParent = `${"a".repeat(40)}`;
-    const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ parent: missingParent, group: { name: "orphan" } })));
+    const err = asConnectError(await expectRejectedAndUnchanged(t, () => client.createGroup({ parent: missingParent, group: { name: "orphan" } })));
     expectErrorInfo(err, Code.NotFound, "NOT_FOUND");
   });
 
@@ -143,13 +143,11 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
   it("rejects output-only and unknown mask paths and bad values, writing nothing", async () => {
     const g = await client.createGroup({ group: { name: "masked" } });
     for (const paths of [["uid"], ["create_time"], ["nosuchfield"], ["resource_limits"]]) {
-      const err = asConnectError(
-        await expectRejectedAndUnchanged(t.dbFile, () => client.updateGroup({ group: { uid: g.uid, name: "zzz" }, updateMask: { paths } })),
-      );
+      const err = asConnectError(await expectRejectedAndUnchanged(t, () => client.updateGroup({ group: { uid: g.uid, name: "zzz" }, updateMask: { paths } })));
       expectErrorInfo(err, Code.InvalidArgument, "INVALID_ARGUMENT");
       expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("update_mask");
     }
-    const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.updateGroup({ group: { uid: g.uid, name: "NOPE" } })));
+    const err = asConnectError(await expectRejectedAndUnchanged(t, () => client.updateGroup({ group: { uid: g.uid, name: "NOPE" } })));
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("name");
     const missing = asConnectError(await client.updateGroup({ group: { uid: "c".repeat(40), name: "abc" } }).catch((e) => e));
     expectErrorInfo(missing, Code.NotFound, "NOT_FOUND");
@@ -158,7 +156,7 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
   it("refuses to delete a group with children (RESOURCE_NOT_EMPTY), then deletes leaves", async () => {
     const org = await client.createGroup({ group: { name: "del-org" } });
     const child = await client.createGroup({ parent: org.uid, group: { name: "del-child" } });
-    const err = asConnectError(await expectRejectedAndUnchanged(t.dbFile, () => client.deleteGroup({ uid: org.uid })));
+    const err = asConnectError(await expectRejectedAndUnchanged(t, () => client.deleteGroup({ uid: org.uid })));
     expectErrorInfo(err, Code.FailedPrecondition, "FAILED_PRECONDITION");
     expect(err.rawMessage).toBe("Precondition failed: cannot delete group with child groups");
     const pf = err.findDetails(PreconditionFailureSchema)[0];
@@ -175,7 +173,7 @@ describe.each(rpcTransports)("GroupsService over $name", (transport) => {
 
   it("rejects a request message over 1 MiB with RESOURCE_EXHAUSTED, writing nothing", async () => {
     const err = asConnectError(
-      await expectRejectedAndUnchanged(t.dbFile, () => client.createGroup({ group: { name: "big", description: "x".repeat(1024 * 1024 + 10) } })),
+      await expectRejectedAndUnchanged(t, () => client.createGroup({ group: { name: "big", description: "x".repeat(1024 * 1024 + 10) } })),
     );
     expect(err.code).toBe(Code.ResourceExhausted);
     // Raised by connect-node before our pipeline; on gRPC it still carries ErrorInfo (docs/published-api.md "Errors").
@@ -383,7 +381,7 @@ describe.each(callDoors)("UpdateGroup with update_mask * over $name", (door) => 
     const folder = await door.call(t.url, t.token, GroupsService.method.createGroup, { parent: org.body.uid as string, group: { name: "sub" } });
     if (!folder.ok) throw new Error(JSON.stringify(folder));
     const uid = folder.body.uid as string;
-    const out = await expectRejectedAndUnchanged(t.dbFile, async () => {
+    const out = await expectRejectedAndUnchanged(t, async () => {
       const r = await door.call(t.url, t.token, update, { group: { uid, kind: OrgKind.CUSTOMER }, updateMask: { paths: ["kind"] } });
       if (r.ok) return r;
       throw r;

@@ -48,7 +48,7 @@ describe.each(rpcTransports)("IdentitiesService over $name", (transport) => {
 
   /** Runs a call that must fail without writing; checks code, ErrorInfo and the violated field. */
   async function rejects(fn: () => Promise<unknown>, code: Code, field?: string): Promise<ConnectError> {
-    const err = (await expectRejectedAndUnchanged(t.dbFile, fn)) as ConnectError;
+    const err = (await expectRejectedAndUnchanged(t, fn)) as ConnectError;
     expect(err).toBeInstanceOf(ConnectError);
     expect(err.code, err.rawMessage).toBe(code);
     const reason = Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();

@@ -6,7 +6,6 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import {
@@ -17,7 +16,7 @@ import {
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { newUidp } from "../../src/store/uidp.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { expectRejectedAndUnchanged, snapshotDb } from "../support/db.js";
+import { expectRejectedAndUnchanged, queryDb, snapshotDb, type TestStore } from "../support/db.js";
 import { rest } from "../support/rest.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
@@ -32,23 +31,20 @@ const OIDC: OidcInit = {
 };
 
 /** A role row written straight into the database (the Roles service belongs to another change). */
-function insertRole(dbFile: string, parentUid: string | null): string {
+async function insertRole(app: TestStore, parentUid: string | null): Promise<string> {
   const uid = newUidp(parentUid);
-  const db = new Database(dbFile);
-  db.prepare("INSERT INTO roles (uid, parent_uid, name, capabilities, built_in, create_time, update_time) VALUES (?, ?, ?, '[103]', ?, 0, 0)").run(
+  await queryDb(app, "INSERT INTO roles (uid, parent_uid, name, capabilities, built_in, create_time, update_time) VALUES (?, ?, ?, '[103]', ?, 0, 0)", [
     uid,
     parentUid,
     `role ${uid.slice(-6)}`,
     parentUid === null ? 1 : 0,
-  );
-  db.close();
+  ]);
   return uid;
 }
 
-function storedSecret(dbFile: string, uid: string): string {
-  const db = new Database(dbFile, { readonly: true });
-  const row = db.prepare("SELECT oidc FROM identity_providers WHERE uid = ?").get(uid) as { oidc: string };
-  db.close();
+async function storedSecret(app: TestStore, uid: string): Promise<string> {
+  const [row] = await queryDb<{ oidc: string }>(app, "SELECT oidc FROM identity_providers WHERE uid = ?", [uid]);
+  if (!row) throw new Error(`no identity provider ${uid} in the database`);
   return (JSON.parse(row.oidc) as { clientSecret: string }).clientSecret;
 }
 
@@ -66,7 +62,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
 
   /** Runs a call that must fail without writing; checks code, ErrorInfo and the violated field. */
   async function rejects(fn: () => Promise<unknown>, code: Code, field?: string): Promise<ConnectError> {
-    const err = (await expectRejectedAndUnchanged(t.dbFile, fn)) as ConnectError;
+    const err = (await expectRejectedAndUnchanged(t, fn)) as ConnectError;
     expect(err).toBeInstanceOf(ConnectError);
     expect(err.code, err.rawMessage).toBe(code);
     const reason = Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
@@ -89,10 +85,10 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
     org = (await groupsClient.createGroup({ group: { name: "idp org" } })).uid;
     folder = (await groupsClient.createGroup({ parent: org, group: { name: "idp folder" } })).uid;
     otherOrg = (await groupsClient.createGroup({ group: { name: "other org" } })).uid;
-    builtIn = insertRole(t.dbFile, null);
-    orgRole = insertRole(t.dbFile, org);
-    folderRole = insertRole(t.dbFile, folder);
-    foreignRole = insertRole(t.dbFile, otherOrg);
+    builtIn = await insertRole(t, null);
+    orgRole = await insertRole(t, org);
+    folderRole = await insertRole(t, folder);
+    foreignRole = await insertRole(t, otherOrg);
   });
   afterAll(async () => {
     closeGrpcClients();
@@ -116,7 +112,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
     // SCIM state is reported, never taken from a request: a new provider has none issued.
     expect(idp.scim).toMatchObject({ enabled: false, etag: "0", endpointUrl: "" });
     expect(idp.updateTime).toEqual(idp.createTime);
-    expect(storedSecret(t.dbFile, idp.uid)).toBe("s3cret-value");
+    expect(await storedSecret(t, idp.uid)).toBe("s3cret-value");
 
     const got = await client.getIdentityProvider({ uid: idp.uid });
     expect(got).toEqual(idp);
@@ -128,7 +124,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
   it("accepts PKCE without a secret, loopback http issuers, and roles of the group or an ancestor", async () => {
     const pkce = await createIdp(folder, { issuer: "http://127.0.0.1:5556/dex", clientId: "cli", pkceEnabled: true }, orgRole);
     expect(pkce.configuration.value).toMatchObject({ clientSecret: "", pkceEnabled: true });
-    expect(storedSecret(t.dbFile, pkce.uid)).toBe("");
+    expect(await storedSecret(t, pkce.uid)).toBe("");
     await createIdp(folder, { ...OIDC, issuer: "http://localhost:8080" }, folderRole);
     const oid = await createIdp(org, { ...OIDC, correlationRule: Rule.OID_EQUALS_EXTERNAL_ID });
     expect(oid.configuration.value?.correlationRule).toBe(Rule.OID_EQUALS_EXTERNAL_ID);
@@ -187,13 +183,13 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
     expect(a.description).toBe("new text");
     expect(a.name).toBe("upd no mask");
     expect(a.configuration.value).toMatchObject({ issuer: OIDC.issuer, clientId: "other-client", clientSecret: "", groupsClaim: "groups" });
-    expect(storedSecret(t.dbFile, idp.uid)).toBe("s3cret-value");
+    expect(await storedSecret(t, idp.uid)).toBe("s3cret-value");
 
     const b = await client.updateIdentityProvider({
       identityProvider: { uid: idp.uid, configuration: { case: "oidc", value: { clientSecret: "rotated" } } },
     });
     expect(b.configuration.value?.clientSecret).toBe("");
-    expect(storedSecret(t.dbFile, idp.uid)).toBe("rotated");
+    expect(await storedSecret(t, idp.uid)).toBe("rotated");
     expect(await client.getIdentityProvider({ uid: idp.uid })).toEqual(b);
   });
 
@@ -213,7 +209,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
     });
     expect(b.configuration.value).toMatchObject({ issuer: "https://idp2.example.com", clientId: "c2", additionalScopes: [], groupsClaim: "" });
     expect(b.configuration.value?.correlationRule).toBe(Rule.SUB_EQUALS_EXTERNAL_ID);
-    expect(storedSecret(t.dbFile, idp.uid)).toBe("s3cret-value");
+    expect(await storedSecret(t, idp.uid)).toBe("s3cret-value");
 
     // Naming oidc.client_secret with an empty value clears it, which needs PKCE.
     await rejects(
@@ -221,13 +217,13 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
       Code.InvalidArgument,
       "oidc.client_secret",
     );
-    expect(storedSecret(t.dbFile, idp.uid)).toBe("s3cret-value");
+    expect(await storedSecret(t, idp.uid)).toBe("s3cret-value");
     const c = await client.updateIdentityProvider({
       identityProvider: { uid: idp.uid, configuration: { case: "oidc", value: { pkceEnabled: true } } },
       updateMask: { paths: ["oidc.client_secret", "oidc.pkce_enabled"] },
     });
     expect(c.configuration.value?.pkceEnabled).toBe(true);
-    expect(storedSecret(t.dbFile, idp.uid)).toBe("");
+    expect(await storedSecret(t, idp.uid)).toBe("");
     // Turning PKCE off again without a secret is refused.
     await rejects(
       () => client.updateIdentityProvider({ identityProvider: { uid: idp.uid }, updateMask: { paths: ["oidc.pkce_enabled"] } }),
@@ -247,7 +243,7 @@ describe.each(rpcTransports)("IdentityProvidersService over $name", (transport) 
     });
     expect(d).toMatchObject({ name: "star", description: "", defaultRole: orgRole });
     expect(d.configuration.value).toMatchObject({ issuer: "https://star.example.com", pkceEnabled: false, clientSecret: "" });
-    expect(storedSecret(t.dbFile, idp.uid)).toBe("new");
+    expect(await storedSecret(t, idp.uid)).toBe("new");
   });
 
   it("treats correlation_rule as immutable: restating or omitting it is a no-op, changing it fails", async () => {
@@ -368,7 +364,7 @@ describe("IdentityProviders over REST: the body's keys are the mask (docs/publis
     const org = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: "rest org" })).body.uid as string;
     const res = await rest(t.url, "POST", `/iam/v2beta1/identityProviders/${org}`, {
       name: "rest idp",
-      defaultRole: insertRole(t.dbFile, null),
+      defaultRole: await insertRole(t, null),
       oidc: { ...OIDC, correlationRule: "CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID" },
     });
     expect(res.status).toBe(200);
@@ -382,17 +378,17 @@ describe("IdentityProviders over REST: the body's keys are the mask (docs/publis
     const a = await patch({ oidc: { issuer: "https://rest.example.com" } });
     expect(a.status).toBe(200);
     expect(a.body.oidc).toMatchObject({ issuer: "https://rest.example.com", clientId: "trellis-console", clientSecret: "" });
-    expect(storedSecret(t.dbFile, idpUid)).toBe("s3cret-value");
+    expect(await storedSecret(t, idpUid)).toBe("s3cret-value");
 
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const refused = await patch({ oidc: { clientSecret: "" } });
     expect(refused.status).toBe(400);
     expect(refused.body.details[1].fieldViolations[0].field).toBe("oidc.client_secret");
-    expect(snapshotDb(t.dbFile)).toBe(before);
+    expect(await snapshotDb(t)).toBe(before);
 
     const cleared = await patch({ oidc: { clientSecret: "", pkceEnabled: true } });
     expect(cleared.status).toBe(200);
-    expect(storedSecret(t.dbFile, idpUid)).toBe("");
+    expect(await storedSecret(t, idpUid)).toBe("");
 
     // Restating the stored correlation rule is a no-op; an explicit mask ignores other keys.
     const restated = await patch({ name: "ignored", oidc: { correlationRule: "CORRELATION_RULE_OID_EQUALS_EXTERNAL_ID" } }, "?updateMask=oidc.correlationRule");

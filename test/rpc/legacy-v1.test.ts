@@ -59,7 +59,7 @@ describe.each(rpcTransports)("v1 over $name", (transport) => {
 
   it("validates like v2 and writes nothing on bad input", async () => {
     for (const call of [() => v1.create({ group: { name: "Nope" } }), () => v1.list({ id: "not-a-uid" }), () => v1.update({ id: "e".repeat(40), name: "x" })]) {
-      const err = (await expectRejectedAndUnchanged(t.dbFile, call)) as ConnectError;
+      const err = (await expectRejectedAndUnchanged(t, call)) as ConnectError;
       expect(err.code).toBe(Code.InvalidArgument);
       expect(err.findDetails(ErrorInfoSchema)[0]?.reason).toBe("INVALID_ARGUMENT");
       expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.length).toBeGreaterThan(0);

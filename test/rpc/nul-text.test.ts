@@ -149,7 +149,7 @@ describe(`a NUL in one string field of one write (${CASES.length} cases × ${cal
       const text = TEXT[i] as string;
       const request = fromJson(m.input, setAt(baseJson(m), field.jsonSteps, field.nulKey ? { [text]: field.nulKey.value } : text));
       const expected = field.nulKey ? `${field.protoPath}[${JSON.stringify(text)}]` : field.protoPath;
-      const before = snapshotDb(t.dbFile);
+      const before = await snapshotDb(t);
       for (const door of callDoors) {
         const out = await door.call(t.url, t.token, m, request);
         const where = `${door.name} ${JSON.stringify(text)}: ${JSON.stringify(out)}`;
@@ -159,7 +159,7 @@ describe(`a NUL in one string field of one write (${CASES.length} cases × ${cal
         expect(out.reason, where).toBe("INVALID_ARGUMENT");
         expect(out.fields, where).toContain(expected);
       }
-      expect(snapshotDb(t.dbFile)).toBe(before);
+      expect(await snapshotDb(t)).toBe(before);
     });
   }
 });

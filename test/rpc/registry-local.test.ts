@@ -22,6 +22,7 @@ import { createUserIdentity, identityToken } from "../support/auth.js";
 import { callDoors, type CallOutcome } from "../support/call-method.js";
 import { snapshotDb } from "../support/db.js";
 import { rest } from "../support/rest.js";
+import { storeArgs } from "../support/store-target.js";
 import { closeGrpcClients, Code } from "../support/transports.js";
 
 const R = Registry.method;
@@ -54,7 +55,7 @@ async function importRecords(records: unknown[]): Promise<string> {
   fs.writeFileSync(file, records.map((r) => JSON.stringify(r)).join("\n"));
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runImport(["--data", t.dataDir, "--quiet", file], {
+  const code = await runImport([...storeArgs(t.dataDir), "--quiet", file], {
     stdout: new PassThrough().on("data", (c) => out.push(String(c))),
     stderr: Object.assign(
       new PassThrough().on("data", (c) => err.push(String(c))),
@@ -78,14 +79,14 @@ describe.each(callDoors)("registry local state over $name", (door) => {
   };
   /** Asserts the call is refused with `code` (and a violation of `field`) and changed nothing. */
   const refused = async <M extends DescMessage>(method: DescMethodUnary<M>, req: MessageInitShape<M>, code: Code, field?: string, token?: string) => {
-    const before = snapshotDb(t.dbFile);
+    const before = await snapshotDb(t);
     const o: CallOutcome = await call(method, req, token);
     expect(o.ok, `${method.name} ${JSON.stringify(req, (_k, v) => (typeof v === "bigint" ? String(v) : v))}`).toBe(false);
     if (o.ok) return o;
     expect(o.code, o.message).toBe(code);
     expect(o.reason, "ErrorInfo").toBe(Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase());
     if (field !== undefined) expect(o.message).toContain(`${field}: `);
-    expect(snapshotDb(t.dbFile), "a refused call changed the database").toBe(before);
+    expect(await snapshotDb(t), "a refused call changed the database").toBe(before);
     return o;
   };
   const newRepo = async (name = unique("repo")) => (await op("POST", `/registry/v2beta1/repos/${org}`, { name })).uid as string;

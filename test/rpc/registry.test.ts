@@ -34,7 +34,7 @@ describe.each(rpcTransports)("registry over $name", (transport) => {
   let v1: Client<typeof Registry>;
   let org: string;
 
-  const rejected = async (fn: () => Promise<unknown>) => asConnectError(await expectRejectedAndUnchanged(t.dbFile, fn));
+  const rejected = async (fn: () => Promise<unknown>) => asConnectError(await expectRejectedAndUnchanged(t, fn));
 
   beforeAll(async () => {
     t = await startTestApp();

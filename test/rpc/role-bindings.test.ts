@@ -7,7 +7,6 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Capability } from "../../gen/chainguard/capabilities/capabilities_pb.js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
@@ -18,7 +17,7 @@ import { BadRequestSchema, ErrorInfoSchema, ResourceInfoSchema } from "../../gen
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { newUidp } from "../../src/store/uidp.js";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { expectRejectedAndUnchanged } from "../support/db.js";
+import { expectRejectedAndUnchanged, queryDb } from "../support/db.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
 type SubRequest = MessageInitShape<typeof CreateRoleBindingRequestSchema>;
@@ -32,7 +31,7 @@ const EDITOR = builtInRoleUid("editor");
  * ErrorInfo and exactly the violated fields (when given).
  */
 async function rejectsIn(t: TestApp, fn: () => Promise<unknown>, code: Code, ...fields: string[]): Promise<ConnectError> {
-  const err = (await expectRejectedAndUnchanged(t.dbFile, fn)) as ConnectError;
+  const err = (await expectRejectedAndUnchanged(t, fn)) as ConnectError;
   expect(err).toBeInstanceOf(ConnectError);
   expect(err.code, err.rawMessage).toBe(code);
   const reason = Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
@@ -103,9 +102,7 @@ describe.each(rpcTransports)("RoleBindingsService over $name", (transport) => {
     roleForeign = await newRole(orgB, "foreign role");
     // A user identity is a root, made at a user's first sign-in; write one directly.
     user = newUidp(null);
-    const db = new Database(t.dbFile);
-    db.prepare("INSERT INTO identities (uid, name, email, create_time, update_time) VALUES (?, 'alice', 'alice@example.com', 0, 0)").run(user);
-    db.close();
+    await queryDb(t, "INSERT INTO identities (uid, name, email, create_time, update_time) VALUES (?, 'alice', 'alice@example.com', 0, 0)", [user]);
   });
   afterAll(async () => {
     closeGrpcClients();

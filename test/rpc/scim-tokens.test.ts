@@ -7,17 +7,14 @@
  */
 import { createHash } from "node:crypto";
 import type { DescMethodUnary } from "@bufbuild/protobuf";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdentityProvidersService } from "../../gen/chainguard/platform/iam/v2beta1/identity_providers_pb.js";
 import { CAP_CLAIM } from "../../src/auth/token-limits.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { openDatabase } from "../../src/store/sqlite/db.js";
-import { createScimCredentialsRepository } from "../../src/store/sqlite/scim-credentials.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { identityToken } from "../support/auth.js";
 import { type CallOutcome, callDoors } from "../support/call-method.js";
-import { snapshotDb } from "../support/db.js";
+import { queryDb, snapshotDb, withServerStore } from "../support/db.js";
 import { rest } from "../support/rest.js";
 
 const M = IdentityProvidersService.method;
@@ -72,23 +69,13 @@ function body(o: CallOutcome): Json {
   return o.body as Json;
 }
 
-function storedRow(idp: string): Record<string, unknown> | undefined {
-  const db = new Database(t.dbFile, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare("SELECT * FROM scim_credentials WHERE identity_provider_uid = ?").get(idp) as never;
-  } finally {
-    db.close();
-  }
+async function storedRow(idp: string): Promise<Record<string, unknown> | undefined> {
+  return (await queryDb(t, "SELECT * FROM scim_credentials WHERE identity_provider_uid = ?", [idp]))[0];
 }
 
 /** Whether a token would be accepted right now, by the verifier a SCIM endpoint would use. */
 async function accepted(token: string): Promise<string | undefined> {
-  const opened = openDatabase(t.dataDir, { lock: false });
-  try {
-    return await createScimCredentialsRepository(opened.db).findByTokenHash(createHash("sha256").update(token).digest("hex"), now());
-  } finally {
-    opened.close();
-  }
+  return withServerStore(t, (store) => store.repositories.scimCredentials.findByTokenHash(createHash("sha256").update(token).digest("hex"), now()));
 }
 
 const ms = (ts: string) => Date.parse(ts);
@@ -107,7 +94,7 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
     expect(gen).toMatchObject({ identityProviderUid: idp, etag: "1" });
     expect(ms(gen.expireTime) - before).toBeGreaterThanOrEqual(365 * DAY_MS - 5000);
     expect(ms(gen.expireTime) - before).toBeLessThanOrEqual(365 * DAY_MS + 5000);
-    const row = storedRow(idp);
+    const row = await storedRow(idp);
     expect(row?.token_hash).toBe(createHash("sha256").update(gen.token).digest("hex"));
     expect(JSON.stringify(row)).not.toContain(gen.token);
     expect(await accepted(gen.token)).toBe(idp);
@@ -120,14 +107,14 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
     expect(listed.identityProviders[0].scim.credentialState).toBeUndefined();
     expect(listed.identityProviders[0].scim.tokenExpireTime).toBeUndefined();
     // A second Generate while a token exists: FAILED_PRECONDITION, nothing written.
-    const snap = snapshotDb(t.dbFile);
+    const snap = await snapshotDb(t);
     expect(await call(M.generateScimToken, { identityProviderUid: idp })).toMatchObject({ ok: false, code: 9, preconditionTypes: ["SCIM_TOKEN_EXISTS"] });
-    expect(snapshotDb(t.dbFile)).toBe(snap);
+    expect(await snapshotDb(t)).toBe(snap);
   });
 
   it("validates expire_time and never_expires, writing nothing", async () => {
     const { idp } = await fixture();
-    const snap = snapshotDb(t.dbFile);
+    const snap = await snapshotDb(t);
     const past = { seconds: BigInt(Math.floor(now() / 1000) - 60), nanos: 0 };
     const tooFar = { seconds: BigInt(Math.floor((now() + 731 * DAY_MS) / 1000)), nanos: 0 };
     const soon = { seconds: BigInt(Math.floor((now() + DAY_MS) / 1000)), nanos: 0 };
@@ -139,7 +126,7 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
     ]) {
       expect(await call(M.generateScimToken, request)).toMatchObject({ ok: false, code: 3 });
     }
-    expect(snapshotDb(t.dbFile)).toBe(snap);
+    expect(await snapshotDb(t)).toBe(snap);
     const never = body(await call(M.generateScimToken, { identityProviderUid: idp, neverExpires: true }));
     expect(never.expireTime).toBeUndefined();
     expect(body(await call(M.getIdentityProvider, { uid: idp })).scim.tokenExpireTime).toBeUndefined();
@@ -147,18 +134,18 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
 
   it("Regenerate: etag required and checked, the old token valid only for the overlap", async () => {
     const { idp } = await fixture();
-    const snap0 = snapshotDb(t.dbFile);
+    const snap0 = await snapshotDb(t);
     expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: "0" })).toMatchObject({ ok: false, code: 5 });
-    expect(snapshotDb(t.dbFile)).toBe(snap0);
+    expect(await snapshotDb(t)).toBe(snap0);
     const first = body(await call(M.generateScimToken, { identityProviderUid: idp }));
-    const snap = snapshotDb(t.dbFile);
+    const snap = await snapshotDb(t);
     expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: "" })).toMatchObject({ ok: false, code: 3 });
     expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: "0" })).toMatchObject({ ok: false, code: 10, reason: "ETAG_MISMATCH" });
     expect(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: first.etag, overlap: { seconds: -1n, nanos: 0 } })).toMatchObject({
       ok: false,
       code: 3,
     });
-    expect(snapshotDb(t.dbFile)).toBe(snap);
+    expect(await snapshotDb(t)).toBe(snap);
 
     const started = now();
     const second = body(await call(M.regenerateScimToken, { identityProviderUid: idp, etag: first.etag, overlap: { seconds: 1800n, nanos: 0 } }));
@@ -200,9 +187,9 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
     expect(await accepted(first.token)).toBeUndefined();
     expect(await accepted(second.token)).toBeUndefined();
     expect(body(await call(M.getIdentityProvider, { uid: idp })).scim.credentialState).toBe("CREDENTIAL_STATE_REVOKED");
-    const snap = snapshotDb(t.dbFile);
+    const snap = await snapshotDb(t);
     expect(body(await call(M.revokeScimToken, { identityProviderUid: idp }))).toMatchObject({ etag: "3", revokeTime: revoked.revokeTime });
-    expect(snapshotDb(t.dbFile)).toBe(snap);
+    expect(await snapshotDb(t)).toBe(snap);
     const again = body(await call(M.generateScimToken, { identityProviderUid: idp }));
     expect(await accepted(again.token)).toBe(idp);
   });
@@ -210,7 +197,7 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
   it("SetScimEnabled: etag checked; turning it on needs two owners at the organization", async () => {
     const { org, idp } = await fixture();
     await identityBound(org, builtInRoleUid("owner"));
-    const snap = snapshotDb(t.dbFile);
+    const snap = await snapshotDb(t);
     expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "" })).toMatchObject({ ok: false, code: 3 });
     expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "7" })).toMatchObject({
       ok: false,
@@ -222,7 +209,7 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
       code: 9,
       preconditionTypes: ["SCIM_OWNERS"],
     });
-    expect(snapshotDb(t.dbFile)).toBe(snap);
+    expect(await snapshotDb(t)).toBe(snap);
     await identityBound(org, builtInRoleUid("owner"));
     expect(body(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "0" }))).toMatchObject({
       identityProviderUid: idp,
@@ -252,13 +239,13 @@ describe.each(callDoors)("SCIM tokens over $name", (door) => {
       ttlSeconds: 600,
       claims: { [CAP_CLAIM]: ["identity_providers.scim.manage", "identity_providers.list"] },
     });
-    const snap = snapshotDb(t.dbFile);
+    const snap = await snapshotDb(t);
     expect(await call(M.generateScimToken, { identityProviderUid: idp }, viewer)).toMatchObject({ ok: false, code: 7 });
     // The provider's users get `owner`: a SCIM credential is worth that much.
     expect(await call(M.generateScimToken, { identityProviderUid: idp }, admin)).toMatchObject({ ok: false, code: 7, reason: "PRIVILEGE_ESCALATION" });
     expect(await call(M.generateScimToken, { identityProviderUid: idp }, reduced)).toMatchObject({ ok: false, code: 7, reason: "PRIVILEGE_ESCALATION" });
     expect(await call(M.setScimEnabled, { identityProviderUid: idp, enabled: true, etag: "0" }, reduced)).toMatchObject({ ok: false, code: 7 });
-    expect(snapshotDb(t.dbFile)).toBe(snap);
+    expect(await snapshotDb(t)).toBe(snap);
     const owner = await identityToken(t.app, ownerUid);
     expect(body(await call(M.generateScimToken, { identityProviderUid: idp }, owner)).token).toMatch(/^cgscim_/);
   });
@@ -268,8 +255,8 @@ describe("SCIM state and its provider", () => {
   it("goes with the provider", async () => {
     const { idp } = await fixture();
     await op("POST", `/iam/v2beta1/identityProviders/${idp}:generateScimToken`, {});
-    expect(storedRow(idp)).toBeDefined();
+    expect(await storedRow(idp)).toBeDefined();
     await op("DELETE", `/iam/v2beta1/identityProviders/${idp}`);
-    expect(storedRow(idp)).toBeUndefined();
+    expect(await storedRow(idp)).toBeUndefined();
   });
 });

@@ -221,24 +221,24 @@ for (const fastUnary of [true, false]) {
     describe(`a malformed authority is the client's error on every door (${mode})`, () => {
       for (const door of DOORS) {
         it(`${door.name}: Host/:authority %zz is ${door.dialect === "rest" ? "400" : "INVALID_ARGUMENT"} with ErrorInfo, writes nothing, and the server keeps serving (${mode})`, async () => {
-          const before = snapshotDb(t.dbFile);
+          const before = await snapshotDb(t);
           const res = await send(t, door, door.request(t.token, "bad authority"), "%zz");
           const error = errorOf(door.dialect, res);
           expect(error.code).toBe(GRPC_INVALID_ARGUMENT);
           expect(error.reason).toBe("INVALID_AUTHORITY");
           expect(error.httpStatus).toBe(door.dialect === "grpc" || door.dialect === "grpc-web" ? 200 : 400);
-          expect(snapshotDb(t.dbFile)).toBe(before);
+          expect(await snapshotDb(t)).toBe(before);
           await expectServing(t);
         });
       }
 
       it(`a request that names no host at all (HTTP/1.0 without Host) is refused on every HTTP/1.1 door (${mode})`, async () => {
         for (const door of DOORS.filter((d) => !d.h2)) {
-          const before = snapshotDb(t.dbFile);
+          const before = await snapshotDb(t);
           const error = errorOf(door.dialect, await send(t, door, door.request(t.token, "no host"), undefined));
           expect(error.code, door.name).toBe(GRPC_INVALID_ARGUMENT);
           expect(error.reason, door.name).toBe("INVALID_AUTHORITY");
-          expect(snapshotDb(t.dbFile)).toBe(before);
+          expect(await snapshotDb(t)).toBe(before);
         }
         await expectServing(t);
       });
@@ -266,19 +266,19 @@ for (const fastUnary of [true, false]) {
         ];
         for (const authority of bad) {
           for (const door of [connect, grpc]) {
-            const before = snapshotDb(t.dbFile);
+            const before = await snapshotDb(t);
             const res = await send(t, door, door.request(t.token, "bad shape"), authority);
             // nghttp2 itself resets a stream whose :authority holds characters outside the
             // RFC 3986 authority set (or none at all) before Node sees the request.
             // The nghttp2 of Node 24 also resets one holding userinfo ('@'); Node 20's passes it on.
             if (door.h2 && (/^$|[/?#\\]/.test(authority) || (authority.includes("@") && res.status === 0))) {
               expect(res.status, JSON.stringify(authority)).toBe(0);
-              expect(snapshotDb(t.dbFile)).toBe(before);
+              expect(await snapshotDb(t)).toBe(before);
               continue;
             }
             const error = errorOf(door.dialect, res);
             expect(error.code, `${door.name} ${JSON.stringify(authority)} ${res.status}`).toBe(GRPC_INVALID_ARGUMENT);
-            expect(snapshotDb(t.dbFile)).toBe(before);
+            expect(await snapshotDb(t)).toBe(before);
           }
         }
         const good = ["localhost", "127.0.0.1:1", "[::1]:8080", "example.com.", "Example.COM:443", "a_b-c~d", ...(urlRefusesPunycode ? [] : ["xn--zz"])];
@@ -294,14 +294,14 @@ for (const fastUnary of [true, false]) {
     describe(`a failure outside the call pipeline is INTERNAL for that request alone (${mode})`, () => {
       for (const door of DOORS) {
         it(`${door.name}: a throw in the dispatcher is a logged INTERNAL with ErrorInfo, and the server keeps serving (${mode})`, async () => {
-          const before = snapshotDb(t.dbFile);
+          const before = await snapshotDb(t);
           const from = logLines.length;
           const res = await send(t, door, door.request(t.token, "dispatch fault"), "localhost", { "x-test-fault": "dispatch" });
           const error = errorOf(door.dialect, res);
           expect(error.code).toBe(GRPC_INTERNAL);
           expect(error.reason).toBe("INTERNAL");
           expect(error.httpStatus).toBe(door.dialect === "grpc" || door.dialect === "grpc-web" ? 200 : 500);
-          expect(snapshotDb(t.dbFile)).toBe(before);
+          expect(await snapshotDb(t)).toBe(before);
           const logged = logLines.slice(from).filter((l) => l.msg === "request failed outside the call pipeline");
           expect(logged).toHaveLength(1);
           expect(logged[0]?.err?.message).toBe("injected dispatcher fault");

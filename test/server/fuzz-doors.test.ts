@@ -540,12 +540,12 @@ for (const fastUnary of [true, false]) {
           };
           try {
             for (const spec of batch) {
-              const before = snapshotDb(t.dbFile);
+              const before = await snapshotDb(t);
               const res = await send(t, spec, live());
               const verdict = judge(spec, res);
               const where = `${describeSpec(spec)}\n→ ${verdict.summary}`;
               expect(verdict.problems, where).toEqual([]);
-              if (!verdict.accepted) expect(snapshotDb(t.dbFile) === before, `a refused request changed the database\n${where}`).toBe(true);
+              if (!verdict.accepted) expect((await snapshotDb(t)) === before, `a refused request changed the database\n${where}`).toBe(true);
             }
           } finally {
             for (const s of sessions) s.destroy();

@@ -59,7 +59,7 @@ describe("fuzzing the doors", () => {
   it("REST: random JSON bodies are answered cleanly and refusals write nothing", async () => {
     await fc.assert(
       fc.asyncProperty(body, async (value) => {
-        const before = snapshotDb(t.dbFile);
+        const before = await snapshotDb(t);
         const res = await rest(t.url, "POST", `/iam/v2beta1/groups/${org}`, JSON.stringify(value));
         if (res.status === 200) {
           expect(typeof res.body.uid).toBe("string");
@@ -69,7 +69,7 @@ describe("fuzzing the doors", () => {
         expect(res.status).toBeLessThan(500);
         expect(CLIENT_CODES.has(res.body.code), JSON.stringify(res.body)).toBe(true);
         expect(res.body.details[0]["@type"]).toBe("type.googleapis.com/google.rpc.ErrorInfo");
-        expect(snapshotDb(t.dbFile)).toBe(before);
+        expect(await snapshotDb(t)).toBe(before);
       }),
       { numRuns: RUNS },
     );
@@ -88,12 +88,12 @@ describe("fuzzing the doors", () => {
     await fc.assert(
       fc.asyncProperty(message, mutation, door, async (bytes, m, via) => {
         const mutated = mutate(Buffer.from(bytes), m);
-        const before = snapshotDb(t.dbFile);
+        const before = await snapshotDb(t);
         const { code, info } = await send(via, mutated);
         if (code === 0) return;
         expect(CLIENT_CODES.has(code), `${via}: code ${code}`).toBe(true);
         expect(info).toBeDefined();
-        expect(snapshotDb(t.dbFile)).toBe(before);
+        expect(await snapshotDb(t)).toBe(before);
       }),
       { numRuns: RUNS },
     );

@@ -62,7 +62,7 @@ function badUtf8Create(): Buffer {
 }
 
 const rejectedUnchanged = (fn: () => Promise<{ status: number; body: string }>) =>
-  expectRejectedAndUnchanged(t.dbFile, async () => {
+  expectRejectedAndUnchanged(t, async () => {
     const res = await fn();
     throw res;
   }) as Promise<{ status: number; body: string }>;

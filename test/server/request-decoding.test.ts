@@ -100,9 +100,9 @@ const JSON_DOORS: Case[] = [
 /** Sends and asserts the database did not change; returns what the door answered. */
 async function refusedUnchanged(c: Case, body: Buffer): Promise<Outcome> {
   const t = c.server();
-  const before = snapshotDb(t.dbFile);
+  const before = await snapshotDb(t);
   const out = await c.send(t, body);
-  expect(snapshotDb(t.dbFile), "a refused request changed the database").toBe(before);
+  expect(await snapshotDb(t), "a refused request changed the database").toBe(before);
   return out;
 }
 

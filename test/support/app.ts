@@ -12,13 +12,18 @@ import { type App, type AppOverrides, startApp } from "../../src/server/create-a
 import { databaseFile } from "../../src/store/sqlite/db.js";
 import { operatorToken, setDefaultToken } from "./auth.js";
 import { dropPostgresDatabase, newPostgresDatabase, TEST_ENGINE } from "./postgres.js";
-import { forgetTestStore, registerTestStore } from "./store-target.js";
+import { forgetTestStore, registerTestStore, storeOfTestApp } from "./store-target.js";
 import { closeGrpcClients } from "./transports.js";
 
 export interface TestApp {
   readonly app: App;
   readonly url: string;
   readonly dataDir: string;
+  /**
+   * The server's SQLite file, for the tests about SQLite itself (its file, WAL, locks);
+   * reading it throws when the server runs on PostgreSQL. Anything else reads the database
+   * through test/support/db.ts, which works on both engines.
+   */
   readonly dbFile: string;
   /** The operator token the support clients send by default (see auth.ts). */
   readonly token: string;
@@ -48,7 +53,9 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
   // In the on-postgres project, a server the test did not point anywhere gets a fresh
   // database of its own; its data directory then only names it (store-target.ts).
   const database =
-    TEST_ENGINE === "postgres" && config.databaseUrl === undefined && config.dataDir === undefined ? await newPostgresDatabase("app") : undefined;
+    TEST_ENGINE === "postgres" && config.databaseUrl === undefined && config.dataDir === undefined
+      ? await newPostgresDatabase("app", { migrated: true })
+      : undefined;
   if (database) registerTestStore(dataDir, { dataDir, databaseUrl: database.url });
   else if (config.databaseUrl !== undefined) registerTestStore(dataDir, { dataDir, databaseUrl: config.databaseUrl });
   let offset = 0;
@@ -72,7 +79,12 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
     url: app.url,
     token,
     dataDir,
-    dbFile: databaseFile(dataDir),
+    get dbFile() {
+      if (storeOfTestApp(dataDir).databaseUrl !== undefined) {
+        throw new Error("this test server stores its data in PostgreSQL: read it through test/support/db.ts, or run the test on SQLite only");
+      }
+      return databaseFile(dataDir);
+    },
     advanceClock(ms) {
       offset += ms;
     },

@@ -52,7 +52,7 @@ const sqlite: EngineUnderTest = {
 const postgres: EngineUnderTest = {
   name: "postgres",
   async open(now) {
-    const { url, name } = await newPostgresDatabase("engine");
+    const { url, name } = await newPostgresDatabase("engine", { migrated: true });
     const engine = await openPostgresEngine(url, { poolSize: 4 });
     await engine.ensureBuiltInRoles(now);
     return {

@@ -75,6 +75,8 @@ async function storageCommand<T>(run: () => Promise<T>): Promise<T> {
     return await run();
   } catch (err) {
     if (err instanceof BackupUsageError) throw usageError(err.message);
+    // Already a CLI outcome (the TRELLIS_DATABASE refusal is a usage error): kept, not made a failure.
+    if (err instanceof CliError) throw err;
     throw new CliError((err as Error).message, EXIT.failure);
   }
 }

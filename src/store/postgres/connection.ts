@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
+import { redactDatabaseUrl } from "../target.js";
 import { mapPostgresError } from "./errors.js";
 import * as schema from "./schema.js";
 import migrationsJournal from "./migrations/meta/_journal.json" with { type: "json" };
@@ -50,6 +51,12 @@ export interface PostgresOptions {
   readonly acquireTimeoutMs?: number;
   /** Called with errors of idle connections (a restarted server, say), which no query awaits. */
   readonly onIdleError?: (err: Error) => void;
+  /**
+   * A tool's open (import, keys, auth token --local): refuse a database no Trellis server has
+   * migrated instead of creating the schema in it, as the tools refuse a data directory
+   * without a SQLite database. A mistyped --database then changes nothing.
+   */
+  readonly existingOnly?: boolean;
 }
 
 export interface OpenedPostgres {
@@ -89,7 +96,7 @@ export function createPool(options: PostgresOptions): pg.Pool {
 export async function openPostgres(options: PostgresOptions): Promise<OpenedPostgres> {
   const pool = createPool(options);
   try {
-    await migratePostgres(pool);
+    await migratePostgres(pool, options.existingOnly ? { refuseEmptyAt: redactDatabaseUrl(options.url) } : {});
   } catch (err) {
     await pool.end().catch(() => {});
     throw mapPostgresError(err) ?? err;
@@ -101,8 +108,10 @@ export async function openPostgres(options: PostgresOptions): Promise<OpenedPost
 /**
  * Applies the committed migrations under the migration advisory lock, on one connection of
  * `pool`. Returns how many were applied by this call (0 when another process got there first).
+ * With `refuseEmptyAt` (the database's redacted location), a database holding no migration
+ * at all is refused, untouched (PostgresOptions.existingOnly).
  */
-export async function migratePostgres(pool: pg.Pool): Promise<number> {
+export async function migratePostgres(pool: pg.Pool, options: { refuseEmptyAt?: string } = {}): Promise<number> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
@@ -110,6 +119,9 @@ export async function migratePostgres(pool: pg.Pool): Promise<number> {
     try {
       const before = await appliedMigrations(client);
       refuseNewerMigrations(before);
+      if (options.refuseEmptyAt !== undefined && before.count === 0) {
+        throw new Error(`no Trellis database at ${options.refuseEmptyAt}; start the server once with --database ${options.refuseEmptyAt}`);
+      }
       await migrate(drizzle(client), { migrationsFolder: POSTGRES_MIGRATIONS_DIR, migrationsSchema: MIGRATIONS_SCHEMA, migrationsTable: MIGRATIONS_TABLE });
       return (await appliedMigrations(client)).count - before.count;
     } finally {

@@ -40,7 +40,7 @@ it("outside CI, provides no cluster (the files report their tests as skipped) an
   const { project, provided } = fakeProject();
   try {
     await expect(setup(project)).resolves.toBeUndefined();
-    expect(provided).toEqual({ postgresUrl: null });
+    expect(provided).toEqual({ postgresUrl: null, postgresTemplate: null });
     expect(warn).toHaveBeenCalledWith(expect.stringMatching(/^postgres tests skipped: PostgreSQL server binaries are not installed/));
   } finally {
     warn.mockRestore();
