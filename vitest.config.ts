@@ -22,19 +22,7 @@ const POSTGRES_MATRIX = [
   "test/rest/**/*.test.ts",
   "test/auth/**/*.test.ts",
   "test/cli/**/*.test.ts",
-];
-
-/**
- * Waiting: protocol files that fail on PostgreSQL for a reason outside the test, not run in
- * `on-postgres` until it is fixed (each still runs on SQLite in `all`). Delete a line once
- * `npx vitest run --project on-postgres <file>` passes.
- * - token-revocation: "a revocation by another connection is seen at the next call" fails on
- *   PostgreSQL. Another process's revocation reaches a running server by NOTIFY, which can
- *   arrive after the very next call has been authorized; the per-call catch-up of the
- *   server values that closes this is being written on another branch (pg-replicas).
- */
-const WAITING_FOR_A_SERVER_FIX = [
-  "test/auth/token-revocation.test.ts", // the next call after another process's revocation (see above)
+  "test/observe/tracing.test.ts",
 ];
 
 export default defineConfig({
@@ -64,14 +52,13 @@ export default defineConfig({
         extends: true,
         test: { name: "postgres", include: ["test/postgres/**/*.test.ts"], globalSetup: ["test/support/postgres-cluster.ts"] },
       },
-      // The suites that hold every engine to one behaviour, run again on PostgreSQL: the
-      // repository suites (test/support/engines.ts picks the engine from TRELLIS_TEST_ENGINE).
+      // The suites that hold every engine to one behaviour, run again on PostgreSQL
+      // (POSTGRES_MATRIX; test/support/engines.ts and app.ts pick the engine from TRELLIS_TEST_ENGINE).
       {
         extends: true,
         test: {
           name: "on-postgres",
           include: POSTGRES_MATRIX,
-          exclude: [...configDefaults.exclude, ...WAITING_FOR_A_SERVER_FIX],
           env: { TRELLIS_TEST_ENGINE: "postgres" },
           globalSetup: ["test/support/postgres-cluster.ts"],
         },
