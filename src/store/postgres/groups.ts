@@ -77,7 +77,11 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
    * (building the SQL) nor PostgreSQL (parsing and planning it, once per connection) repeats
    * that work per call (docs/performance.md, "On PostgreSQL").
    */
-  const getByUid = db.select().from(groups).where(eq(groups.uid, sql.placeholder("uid"))).prepare("trellis_groups_get");
+  const getByUid = db
+    .select()
+    .from(groups)
+    .where(eq(groups.uid, sql.placeholder("uid")))
+    .prepare("trellis_groups_get");
 
   return {
     async get(uid) {

@@ -63,7 +63,11 @@ describe("bench goals", () => {
     ]);
     const by = (prefix: string) => goals.find((g) => g.goal.startsWith(prefix));
     // Trellis's own CPU against SQLite's (70 / 50), PostgreSQL's own beside it ((70 + 30) / 50).
-    expect(by("PostgreSQL: REST GetGroup")).toMatchObject({ measured: 1.4, holds: true, note: "PostgreSQL's own processes: 30 µs more per request; with them 2.00×" });
+    expect(by("PostgreSQL: REST GetGroup")).toMatchObject({
+      measured: 1.4,
+      holds: true,
+      note: "PostgreSQL's own processes: 30 µs more per request; with them 2.00×",
+    });
     // Depth counts the whole server: (500 + 400) / (400 + 200).
     expect(by("PostgreSQL: List at row 100,000")).toMatchObject({ measured: 1.5, holds: true });
     expect(by("PostgreSQL: CreateGroup")).toMatchObject({ measured: 0.9, holds: false, note: "900/s against 1,000/s" });
