@@ -32,6 +32,8 @@ export interface BenchPostgres {
   cpuUs(): number | undefined;
   /** Why cpuUs() is undefined, or how the processes are pinned. */
   readonly cpuNote: string;
+  /** Resolves once no other session runs a query on the bench's database (at most 60 s). */
+  quiesce(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -93,6 +95,7 @@ export async function openBenchPostgres(database: string, dataDir: string, serve
       version,
       cpuNote,
       cpuUs: () => (postmaster === undefined ? undefined : serverCpuUs(postmaster)),
+      quiesce: () => quiesce(url),
       close: cleanup,
     };
   } catch (err) {
@@ -113,6 +116,23 @@ async function adminQuery<T = undefined>(
     const results: pg.QueryResult[] = [];
     for (const s of statements) results.push(await client.query(s));
     return { results, found: then?.(results) };
+  } finally {
+    await client.end();
+  }
+}
+
+async function quiesce(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const until = Date.now() + 60_000;
+    while (Date.now() < until) {
+      const { rows } = await client.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid()",
+      );
+      if (rows[0].n === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   } finally {
     await client.end();
   }

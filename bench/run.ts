@@ -299,15 +299,24 @@ async function main(): Promise<number> {
           return gen.run(t.url, s.request, { ...o, connections: share(o.connections) });
         }),
       );
+      // Requests the generator gave up on at its deadline may still be running in PostgreSQL
+      // (a first page that counts a million rows takes a while): their work belongs to this
+      // scenario, not to the next one, so wait until the database is idle before reading.
+      if (db0 !== undefined) await postgres?.quiesce();
       const db1 = db0 === undefined ? undefined : postgres?.cpuUs();
       const after = await Promise.all(serving.map((t) => t.usage()));
       let cpu = 0;
       let serverErrors = 0;
+      let served = 0;
       serving.forEach((_, i) => {
         cpu += (after[i] as Usage).cpuUs - (before[i] as Usage).cpuUs;
         serverErrors += notOk(after[i] as Usage) - notOk(before[i] as Usage);
+        served += callCount(after[i] as Usage) - callCount(before[i] as Usage);
       });
-      return { load: combined(loads), cpu, serverErrors, dbCpu: db1 === undefined || db0 === undefined ? undefined : db1 - db0 };
+      const load = combined(loads);
+      // CPU per request divides by every call the server finished, those the generator stopped
+      // waiting for included (the bare servers count none: the generator's count then).
+      return { load, requests: Math.max(load.requests, served), cpu, serverErrors, dbCpu: db1 === undefined || db0 === undefined ? undefined : db1 - db0 };
     };
     if (WARMUP > 0) {
       say(`warm-up: ${WARMUP} s per scenario`);
@@ -321,7 +330,7 @@ async function main(): Promise<number> {
       for (const { s, gen } of runnable) {
         if (failures.has(s.id)) continue;
         try {
-          const { load, cpu, serverErrors, dbCpu } = await timedLoad(s, gen, SECONDS);
+          const { load, requests, cpu, serverErrors, dbCpu } = await timedLoad(s, gen, SECONDS);
           const errorDetail = [load.errorDetail, serverErrors > 0 ? `server non-OK ${serverErrors}` : undefined].filter(Boolean).join("; ") || undefined;
           const fig: RunFigures = {
             requests: load.requests,
@@ -331,9 +340,9 @@ async function main(): Promise<number> {
             p99Ms: load.p99Ms,
             errors: Math.max(load.errors, serverErrors),
             errorDetail,
-            cpuUsPerReq: load.requests > 0 ? cpu / load.requests : Number.NaN,
+            cpuUsPerReq: requests > 0 ? cpu / requests : Number.NaN,
             serverCores: cpu / 1e6 / load.seconds,
-            ...(dbCpu === undefined || load.requests === 0 ? {} : { dbCpuUsPerReq: dbCpu / load.requests }),
+            ...(dbCpu === undefined || requests === 0 ? {} : { dbCpuUsPerReq: dbCpu / requests }),
           };
           (runs.get(s.id) ?? runs.set(s.id, []).get(s.id))?.push(fig);
           say(
@@ -484,6 +493,12 @@ async function countPostgresChildren(url: string, parent: string): Promise<numbe
   } finally {
     await client.end();
   }
+}
+
+function callCount(u: Usage): number {
+  let n = 0;
+  for (const count of Object.values(u.calls)) n += count;
+  return n;
 }
 
 function notOk(u: Usage): number {
