@@ -5,6 +5,7 @@
  * second. The runner reads PostgreSQL's own CPU around each task, as around every PostgreSQL
  * scenario, so both sides of the query are reported.
  */
+import { createHash } from "node:crypto";
 import pg from "pg";
 import type { RawResult } from "./control.js";
 
@@ -26,19 +27,31 @@ async function timedAsync(seconds: number, workers: number, op: (worker: number)
   return { ops, seconds: (performance.now() - t0) / 1000, cpuUs: cpu.user + cpu.system };
 }
 
-/** One client, one named (so prepared once) statement, awaited back to back. */
-export async function pgQueryJson(sql: string, params: readonly (string | number)[], seconds: number, url: string): Promise<RawResult> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const query = { name: "bench-raw", text: sql, values: [...params] };
-    return await timedAsync(seconds, 1, async () => {
-      const { rows } = await client.query(query);
-      JSON.stringify({ groups: rows });
-    });
-  } finally {
-    await client.end();
+/**
+ * The connections of this process, opened once and kept until it exits: a backend that ended
+ * with its connection would take its CPU time out of what the runner reads from /proc.
+ */
+const clients = new Map<string, pg.Client>();
+
+async function clientFor(url: string, slot: string): Promise<pg.Client> {
+  const key = `${slot} ${url}`;
+  let client = clients.get(key);
+  if (!client) {
+    client = new pg.Client({ connectionString: url });
+    await client.connect();
+    clients.set(key, client);
   }
+  return client;
+}
+
+/** One client, one named (so prepared once) statement per query, awaited back to back. */
+export async function pgQueryJson(sql: string, params: readonly (string | number)[], seconds: number, url: string): Promise<RawResult> {
+  const client = await clientFor(url, "query");
+  const query = { name: `bench-raw-${createHash("sha1").update(sql).digest("hex").slice(0, 16)}`, text: sql, values: [...params] };
+  return timedAsync(seconds, 1, async () => {
+    const { rows } = await client.query(query);
+    JSON.stringify({ groups: rows });
+  });
 }
 
 /**
@@ -47,27 +60,17 @@ export async function pgQueryJson(sql: string, params: readonly (string | number
  * clients at once: PostgreSQL flushes concurrent commits together, as a pool of Trellis's would.
  */
 export async function pgInsert(connections: number, seconds: number, url: string): Promise<RawResult> {
-  const clients = await Promise.all(
-    Array.from({ length: connections }, async () => {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      return c;
-    }),
-  );
-  try {
-    await clients[0]?.query("CREATE TABLE IF NOT EXISTS bench_raw_insert (LIKE groups INCLUDING ALL)");
-    const prefix = `${process.pid.toString(16)}${Date.now().toString(16)}`;
-    let n = 0;
-    return await timedAsync(seconds, connections, async (w) => {
-      const now = Date.now();
-      const i = n++;
-      await (clients[w] as pg.Client).query({
-        name: "bench-raw-insert",
-        text: "INSERT INTO bench_raw_insert (uid, parent_uid, name, description, verified, kind, create_time, update_time) VALUES ($1, NULL, $2, '', false, 0, $3, $3)",
-        values: [`${prefix}${i.toString(16).padStart(16, "0")}`, `raw-${i}`, now],
-      });
+  const writers = await Promise.all(Array.from({ length: connections }, (_, i) => clientFor(url, `insert-${i}`)));
+  await writers[0]?.query("CREATE TABLE IF NOT EXISTS bench_raw_insert (LIKE groups INCLUDING ALL)");
+  const prefix = `${process.pid.toString(16)}${Date.now().toString(16)}`;
+  let n = 0;
+  return timedAsync(seconds, connections, async (w) => {
+    const now = Date.now();
+    const i = n++;
+    await (writers[w] as pg.Client).query({
+      name: "bench-raw-insert",
+      text: "INSERT INTO bench_raw_insert (uid, parent_uid, name, description, verified, kind, create_time, update_time) VALUES ($1, NULL, $2, '', false, 0, $3, $3)",
+      values: [`${prefix}${i.toString(16).padStart(16, "0")}`, `raw-${i}`, now],
     });
-  } finally {
-    await Promise.all(clients.map((c) => c.end()));
-  }
+  });
 }
