@@ -6,9 +6,11 @@ const POSTGRES_MATRIX = [
   "test/store/advisories.test.ts",
   "test/store/group-invites.test.ts",
   "test/store/groups-list.test.ts",
+  "test/store/iam-records.test.ts",
   "test/store/identities.test.ts",
   "test/store/list-statements.property.test.ts",
   "test/store/registry-lists.test.ts",
+  "test/store/registry.test.ts",
   "test/store/role-bindings.test.ts",
   "test/store/roles.test.ts",
 ];

@@ -68,3 +68,59 @@ export function allOf(conditions: readonly (SQL | undefined)[]): SQL | undefined
   const present = conditions.filter((c): c is SQL => c !== undefined);
   return present.length === 0 ? undefined : and(...present);
 }
+
+/**
+ * A filter's text value that no stored text can equal: writes refuse NUL (U+0000) on every
+ * engine, and PostgreSQL cannot even take it as a parameter (SQLSTATE 22021 fails the whole
+ * statement), so a condition on such a value is rendered as the nothing it matches.
+ */
+function holdsNul(value: string): boolean {
+  return value.includes("\u0000");
+}
+
+/** `col = value` for a caller's text value (nothing when it holds a NUL, see holdsNul). */
+export function textEquals(col: Column, value: string, bind: Bind = inline): SQL {
+  return holdsNul(value) ? sql`false` : eq(col, bind(value));
+}
+
+/** `col IN (values)` for a caller's text values, the ones holding a NUL left out (they match nothing). */
+export function textIn(col: Column, values: readonly string[], bind: Bind = inline): SQL {
+  const kept = values.filter((v) => !holdsNul(v));
+  return kept.length === 0 ? sql`false` : inArray(col, kept.map(bind));
+}
+
+/**
+ * Whether the ASCII-folded `col` contains `needle` as a plain substring, in an engine's own
+ * words (SQLite `instr`, PostgreSQL `strpos`; both fold with lower(), ASCII only, and treat
+ * `%` and `_` as themselves). `needle` arrives bound.
+ */
+export type ContainsText = (col: Column, needle: unknown) => SQL;
+
+/** `contains` for a caller's text (nothing when it holds a NUL, see holdsNul). */
+export function textContains(contains: ContainsText, col: Column, needle: string, bind: Bind = inline): SQL {
+  return holdsNul(needle) ? sql`false` : contains(col, bind(needle));
+}
+
+/**
+ * How an engine says "no '/' in `uid` from character `from` (1-based) on", or anywhere when
+ * `from` is undefined (SQLite: instr/substr; PostgreSQL: strpos/substr).
+ */
+export type NoSlashFrom = (uid: Column, from: unknown) => SQL;
+
+/**
+ * The UIDP filter over a table whose uid is its group's uid and that has no parent column
+ * (account associations): `children_of` and `in_root` test the uid's shape. A direct child of
+ * P is a uid under "P/" with no further '/', a root has no '/'. The other filters are the
+ * shared ones; the uid column stands in for the parent column they never read.
+ */
+export function uidShapeConditions(uid: Column, f: UidpFilter, noSlashFrom: NoSlashFrom, bind: Bind = inline): SQL[] {
+  const { childrenOf, inRoot, ...rest } = f;
+  const out = uidpConditions(uid, uid, rest, bind);
+  if (childrenOf) {
+    out.push(...uidpConditions(uid, uid, { descendantsOf: childrenOf }, bind));
+    // A value like any other: a prepared statement serves every children_of parent.
+    out.push(noSlashFrom(uid, bind(childrenOf.length + 2)));
+  }
+  if (inRoot) out.push(noSlashFrom(uid, undefined));
+  return out;
+}

@@ -77,6 +77,36 @@ export function parseRevocations(value: Buffer | undefined): RevocationList {
 /** What to revoke: one token of a subject, or all its tokens issued up to now. */
 export type Revocation = { readonly subject: string; readonly jti: string } | { readonly subject: string; readonly jti?: undefined };
 
+/**
+ * The stored document after recording `revocation` (kept for `retentionMs`, after which no
+ * token it matches can be presented), dropping entries that can no longer match anything; and
+ * whether it revokes every token of the subject (then the engine also deletes the subject's
+ * refresh tokens in the same transaction: a refresh would mint a token after the revocation).
+ */
+export function withRevocation(
+  stored: StoredRevocations,
+  revocation: Revocation,
+  now: number,
+  retentionMs: number,
+): { next: StoredRevocations; wholeSubject: boolean } {
+  const until = now + retentionMs;
+  const next: StoredRevocations = {
+    tokens: stored.tokens.filter((t) => t.until > now),
+    subjects: stored.subjects.filter((s) => s.until > now && !(revocation.jti === undefined && s.sub === revocation.subject)),
+  };
+  const single = revocation.jti !== undefined && next.tokens.filter((t) => t.sub === revocation.subject).length < MAX_TOKEN_ENTRIES_PER_SUBJECT;
+  if (revocation.jti !== undefined && single) {
+    if (!next.tokens.some((t) => t.sub === revocation.subject && t.jti === revocation.jti)) {
+      next.tokens.push({ sub: revocation.subject, jti: revocation.jti, until });
+    }
+    return { next, wholeSubject: false };
+  }
+  next.tokens = next.tokens.filter((t) => t.sub !== revocation.subject);
+  next.subjects = next.subjects.filter((s) => s.sub !== revocation.subject);
+  next.subjects.push({ sub: revocation.subject, before: now, until });
+  return { next, wholeSubject: true };
+}
+
 /** The identity whose tokens are revoked, as the authorization check sees it. */
 export interface RevokedIdentity {
   readonly uid: string;

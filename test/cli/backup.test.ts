@@ -254,6 +254,14 @@ describe("refusals", () => {
     const own = await cli().run(["backup", "--to", databaseFile(dataDir), "--data", dataDir, "--force"]);
     expect(own.code).toBe(2);
     expect(own.stderr).toMatch(/one of the data directory's own database files/);
+
+    // With the servers on PostgreSQL, copying ./data would back up nothing they use: refused.
+    const other = path.join(tempDir("trellis-backup-pg-"), "pg.backup");
+    const onPostgres = await cli().run(["backup", "--to", other, "--data", dataDir], { TRELLIS_DATABASE: "postgres://trellis:s3cret@db.invalid/trellis" });
+    expect(onPostgres.code).toBe(2);
+    expect(onPostgres.stderr).toMatch(/TRELLIS_DATABASE is set: backup and restore copy a SQLite data directory; back up PostgreSQL with its own tools/);
+    expect(onPostgres.stderr).not.toContain("s3cret");
+    expect(fs.existsSync(other)).toBe(false);
   }, 60_000);
 
   it("refuses a damaged backup and a file that is not a Trellis database, with a clear message, creating nothing", async () => {

@@ -203,6 +203,28 @@ describePostgres("PostgreSQL failures, mapped", () => {
     }
   });
 
+  it("55P03 a lock wait past lock_timeout → lock_timeout (busy for the caller), not retried", async () => {
+    const holder = await opened.pool.connect();
+    const waiter = await opened.pool.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM groups WHERE uid = 'other' FOR UPDATE");
+      await waiter.query("BEGIN");
+      await waiter.query("SET LOCAL lock_timeout = '50ms'");
+      let error: unknown;
+      await waiter.query("SELECT 1 FROM groups WHERE uid = 'other' FOR SHARE").catch((err) => (error = err));
+      const mapped = mapPostgresError(error);
+      expect(mapped?.kind).toBe("lock_timeout");
+      expect(mapped?.code).toBe("55P03");
+      expect(mapped?.retryable).toBe(false);
+    } finally {
+      await waiter.query("ROLLBACK");
+      await holder.query("ROLLBACK");
+      waiter.release();
+      holder.release();
+    }
+  });
+
   it("a pool with every connection taken → exhausted after the acquire timeout, never a hang", async () => {
     const pool = createPool({ url, poolSize: 1, acquireTimeoutMs: 60_000 });
     const held = await pool.connect();

@@ -1,13 +1,13 @@
 /**
- * The PostgreSQL engine (src/store/postgres/engine.ts) against the real cluster: what is ported
- * works through the StoreEngine interface, everything else answers UNIMPLEMENTED naming the
- * repository and method (never a wrong answer), and a full pool comes out as the engine-neutral
+ * The PostgreSQL engine (src/store/postgres/engine.ts) against the real cluster: every repository
+ * and the importer's writer work through the StoreEngine interface across two replicas, and a
+ * full pool comes out as the engine-neutral
  * StorageError that the error module maps to UNAVAILABLE, with the health readings following.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
-import { openPostgresEngine, type PostgresEngine, postgresPoolOf, UNPORTED_REPOSITORIES } from "../../src/store/postgres/engine.js";
+import { openPostgresEngine, type PostgresEngine, postgresPoolOf } from "../../src/store/postgres/engine.js";
 import { StorageError, storageFailureOf } from "../../src/errors/storage-error.js";
 import { redactDatabaseUrl } from "../../src/store/target.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
@@ -49,24 +49,52 @@ describePostgres("the PostgreSQL engine", () => {
     expect(engine.serverValues.watch(["engine-test"], ([v]) => v?.toString())()).toBe("v");
   });
 
-  it("answers UNIMPLEMENTED naming the repository and method for everything not ported, the importer included", async () => {
-    for (const name of UNPORTED_REPOSITORIES) {
-      const repo = engine.repositories[name] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-      const err = await repo.list!({}, {}).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err, name).toBeInstanceOf(ApiError);
-      expect((err as ApiError).code).toBe(GrpcCode.Unimplemented);
-      expect((err as ApiError).message).toContain(`${name}.list on PostgreSQL`);
-    }
-    const importErr = await engine.importer
-      .transaction(async () => 1)
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    expect((importErr as ApiError).code).toBe(GrpcCode.Unimplemented);
+  it("serves every IAM repository through the interface, its writes read on another replica", async () => {
+    const user = await engine.repositories.identities.findOrCreateUser({ issuer: "https://idp", subject: "records", name: "R", email: "r@example.com" }, NOW);
+    const org = await engine.repositories.groups.create({ parentUid: null, name: "records", description: "", verified: true, kind: 0 }, NOW, user.uid);
+    const idp = await engine.repositories.identityProviders.create(
+      {
+        parentUid: org.uid,
+        name: "idp",
+        description: "",
+        defaultRole: builtInRoleUid("viewer"),
+        oidc: { issuer: "https://login", clientId: "c", clientSecret: "s", additionalScopes: [], groupsClaim: "", pkceEnabled: false, correlationRule: 1 },
+      },
+      NOW,
+    );
+    expect(await other.repositories.identityProviders.get(idp.uid)).toEqual(idp);
+    const scim = await engine.repositories.scimCredentials.generate(idp.uid, { tokenHash: "h", expireTime: null }, NOW, () => {});
+    expect(await other.repositories.scimCredentials.get(idp.uid)).toEqual(scim);
+    const { code } = await engine.repositories.groupInvites.create(
+      { parentUid: org.uid, roleUid: builtInRoleUid("viewer"), email: "", singleUse: true, ttlMs: 1000 },
+      NOW,
+    );
+    const guest = await other.repositories.identities.findOrCreateUser({ issuer: "https://idp", subject: "guest", name: "G", email: "" }, NOW);
+    const binding = await other.repositories.groupInvites.redeemInvite(code, guest.uid, NOW);
+    expect((await engine.repositories.roleBindings.get(binding))?.identityUid).toBe(guest.uid);
+    await engine.repositories.accountAssociations.create({ groupUid: org.uid, name: "a", description: "", providers: {} }, NOW);
+    expect((await other.repositories.accountAssociations.get(org.uid))?.name).toBe("a");
+    await engine.repositories.groupAccessRequests.record(org.uid, guest.uid, NOW);
+    expect(await other.repositories.groupAccessRequests.has(org.uid, guest.uid)).toBe(true);
+    const refresh = { familyId: "f", identityUid: guest.uid, audiences: [], issueTime: NOW, expireTime: NOW + 1000, familyExpireTime: NOW + 2000 };
+    await engine.repositories.refreshTokens.issue({ tokenHash: "r1", ...refresh }, NOW);
+    expect((await other.repositories.refreshTokens.rotate("r1", NOW + 1, () => ({ tokenHash: "r2", ...refresh }))).kind).toBe("rotated");
+    await engine.repositories.tokenRevocations.revoke({ subject: guest.uid }, NOW + 2, 1000);
+    expect(await other.repositories.refreshTokens.find("r2")).toBeUndefined();
+    await other.serverValues.refresh();
+    expect(other.serverValues.watch(["token_revocations"], ([v]) => v?.toString())()).toContain(guest.uid);
+  });
+
+  it("serves the registry and the importer's writer through the interface, across replicas", async () => {
+    const org = await engine.repositories.groups.create({ parentUid: null, name: "registry", description: "", verified: false, kind: 0 }, NOW);
+    const outcome = await engine.importer.transaction((tx) =>
+      tx.record((w) => w.upsertRepo(org.uid, { name: "nginx", description: "", catalogTier: 0, bundles: [], aliases: [], activeTags: [] }, NOW)),
+    );
+    expect(outcome).toBe("loaded");
+    const [repo] = await other.repositories.repos.list({ uidp: { childrenOf: org.uid } }, { order: "uid", desc: false, offset: 0, limit: 10 });
+    expect(repo?.name).toBe("nginx");
+    const tag = await other.repositories.tags.upsert(repo!.uid, { name: "latest", digest: "sha256:1", deprecated: false, bundles: [] }, NOW);
+    expect(await engine.repositories.tags.get(tag.uid)).toEqual(tag);
   });
 
   it("fails a call on a full pool with StorageError busy (UNAVAILABLE for the caller), marks itself not writable, and recovers", async () => {

@@ -30,10 +30,9 @@ export function registerBackup(program: Command, io: Io): void {
     .action(async (opts: BackupFlags) => {
       // Loaded on use: it opens SQLite, which client commands never need.
       const { backupDatabase } = await import("../../store/open.js");
+      const dataDir = dataDirOf(opts, io);
       const progress = progressLine(io);
-      const summary = await storageCommand(() =>
-        backupDatabase({ dataDir: dataDirOf(opts, io), to: opts.to, force: opts.force === true, onProgress: progress.update }),
-      );
+      const summary = await storageCommand(() => backupDatabase({ dataDir, to: opts.to, force: opts.force === true, onProgress: progress.update }));
       progress.done();
       io.out(`backup ${summary.file}: ${summary.bytes} bytes, ${summary.pages} pages, ${summary.tables} tables, ${summary.rows} rows\n`);
     });

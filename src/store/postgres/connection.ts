@@ -73,6 +73,11 @@ export function createPool(options: PostgresOptions): pg.Pool {
   // is reported as an 'error' event with no query to fail; unhandled, it would end the process.
   // The pool drops that connection and opens a new one on the next query.
   pool.on("error", (err) => options.onIdleError?.(err));
+  // A client checked out of the pool (a transaction between two statements, an import batch
+  // between two records) whose server connection ends emits 'error' with no query to fail and
+  // no pool listener attached: unhandled, that too would end the process. Its next query fails
+  // instead (and is mapped like any lost connection), and the pool drops it when released.
+  pool.on("connect", (client) => client.on("error", () => {}));
   return pool;
 }
 

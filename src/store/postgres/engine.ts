@@ -1,17 +1,15 @@
 /**
  * The PostgreSQL engine: a node-postgres pool behind the StoreEngine interface
- * (src/store/engine.ts), assembling what is ported so far; `openStore` (src/store/open.ts) opens it
- * for a `--database postgres://…`.
- *
- * Ported: groups, identities, roles, role bindings (the authorization path), the server values
- * (server-values.ts) and the built-in roles. Every other repository, and the importer, answer
- * every call with UNIMPLEMENTED naming the repository and the method: never a wrong answer,
- * and never a crash of the server.
+ * (src/store/engine.ts), which `openStore` (src/store/open.ts) opens for a
+ * `--database postgres://…`. It assembles every repository (each file's header says which rows
+ * it locks and why), the importer's writer (import-writer.ts), the server values shared by
+ * every replica (server-values.ts) and the built-in roles.
  *
  * Failures: every repository call's PostgreSQL failure leaves here as the engine-neutral
  * StorageError (src/store/storage-error.ts), so the error module maps it once, as for SQLite:
  *   unavailable (connection lost, server shutting down)  → "unavailable"
  *   exhausted (pool acquire timeout, too many clients)    → "busy"
+ *   lock_timeout (the importer's bounded lock wait)       → "busy"
  *   conflict (serialization failure or deadlock left
  *             after writeTransaction's retries)           → "conflict" (ABORTED for the caller)
  *   unique / foreign_key                                  → "unique" / "foreign-key"
@@ -20,40 +18,37 @@
  */
 import { sql } from "drizzle-orm";
 import type pg from "pg";
-import { unimplemented } from "../../errors/api-error.js";
 import { redactDatabaseUrl } from "../target.js";
 import type { StoreEngine, StoreRepositories } from "../engine.js";
 import { isUnwritableFailure, StorageError, type StorageFailureKind } from "../../errors/storage-error.js";
 import { openPostgres, type PostgresOptions } from "./connection.js";
 import { mapPostgresError, type PostgresFailureKind } from "./errors.js";
+import { createPostgresAdvisoriesRepository } from "./advisories.js";
+import { createPostgresEolTagsRepository } from "./eol-tags.js";
 import { createPostgresGroupsRepository } from "./groups.js";
 import { createPostgresIdentitiesRepository } from "./identities.js";
+import { createPostgresImportWriter, DEFAULT_IMPORT_LOCK_TIMEOUT_MS } from "./import-writer.js";
+import { createPostgresRegistrySettingsRepository } from "./registry-settings.js";
+import { createPostgresRepoDeploymentsRepository } from "./repo-deployments.js";
+import { createPostgresRepoReadmesRepository } from "./repo-readmes.js";
+import { createPostgresReposRepository } from "./repos.js";
+import { createPostgresAccountAssociationsRepository } from "./account-associations.js";
+import { createPostgresGroupAccessRequestsRepository } from "./group-access-requests.js";
+import { createPostgresGroupInvitesRepository } from "./group-invites.js";
+import { createPostgresIdentityProvidersRepository } from "./identity-providers.js";
+import { createPostgresRefreshTokensRepository } from "./refresh-tokens.js";
 import { createPostgresRoleBindingsRepository } from "./role-bindings.js";
 import { createPostgresRolesRepository, ensureBuiltInRolesPostgres } from "./roles.js";
+import { createPostgresScimCredentialsRepository } from "./scim-credentials.js";
 import { createPostgresServerValues, type PostgresServerValues } from "./server-values.js";
+import { createPostgresTagsRepository } from "./tags.js";
+import { createPostgresTokenRevocationsRepository } from "./token-revocations.js";
 import { writeTransaction } from "./transaction.js";
-
-/** The repositories not ported to PostgreSQL yet (each answers UNIMPLEMENTED). */
-export const UNPORTED_REPOSITORIES = [
-  "groupAccessRequests",
-  "identityProviders",
-  "scimCredentials",
-  "accountAssociations",
-  "groupInvites",
-  "repos",
-  "tags",
-  "repoReadmes",
-  "repoDeployments",
-  "registrySettings",
-  "eolTags",
-  "advisories",
-  "tokenRevocations",
-  "refreshTokens",
-] as const satisfies readonly (keyof StoreRepositories)[];
 
 const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
   unavailable: "unavailable",
   exhausted: "busy",
+  lock_timeout: "busy",
   conflict: "conflict",
   unique: "unique",
   foreign_key: "foreign-key",
@@ -64,19 +59,6 @@ function asStorageError(err: unknown): unknown {
   if (err instanceof StorageError) return err;
   const mapped = mapPostgresError(err);
   return mapped ? new StorageError(STORAGE_KINDS[mapped.kind], mapped.message, { cause: mapped }) : err;
-}
-
-/** A repository whose every method rejects with UNIMPLEMENTED naming it (see the header). */
-function unported<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get(_target, prop) {
-      // Not a method: `await repo`, inspection, string conversion find nothing rather than a function.
-      if (typeof prop !== "string" || prop === "then" || prop === "toJSON") return undefined;
-      return async () => {
-        throw unimplemented(`${name}.${prop} on PostgreSQL`);
-      };
-    },
-  });
 }
 
 interface Outcomes {
@@ -105,6 +87,11 @@ function observed<T extends object>(repo: T, outcomes: Outcomes): T {
   return out as T;
 }
 
+export interface PostgresEngineOptions extends Omit<PostgresOptions, "url"> {
+  /** How long an import's statement waits for a row lock before the import stops "busy" (ms; default 1000). */
+  readonly importLockTimeoutMs?: number;
+}
+
 export interface PostgresEngine extends StoreEngine {
   readonly serverValues: PostgresServerValues;
   /** Like close(), and resolves once every connection has ended. */
@@ -125,7 +112,7 @@ export function postgresPoolOf(engine: StoreEngine): pg.Pool {
  * values and starts listening for other replicas' changes to them.
  * @throws StorageError "unavailable"/"busy" when the server cannot be reached; Error when a newer build migrated it.
  */
-export async function openPostgresEngine(url: string, options: Omit<PostgresOptions, "url"> = {}): Promise<PostgresEngine> {
+export async function openPostgresEngine(url: string, options: PostgresEngineOptions = {}): Promise<PostgresEngine> {
   let opened: Awaited<ReturnType<typeof openPostgres>>;
   try {
     opened = await openPostgres({ ...options, url });
@@ -164,7 +151,20 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     identities: observed(createPostgresIdentitiesRepository(db), outcomes),
     roles: observed(createPostgresRolesRepository(db), outcomes),
     roleBindings: observed(createPostgresRoleBindingsRepository(db), outcomes),
-    ...(Object.fromEntries(UNPORTED_REPOSITORIES.map((name) => [name, unported(name)])) as Pick<StoreRepositories, (typeof UNPORTED_REPOSITORIES)[number]>),
+    repos: observed(createPostgresReposRepository(db), outcomes),
+    tags: observed(createPostgresTagsRepository(db), outcomes),
+    repoReadmes: observed(createPostgresRepoReadmesRepository(db), outcomes),
+    repoDeployments: observed(createPostgresRepoDeploymentsRepository(db), outcomes),
+    registrySettings: observed(createPostgresRegistrySettingsRepository(db), outcomes),
+    eolTags: observed(createPostgresEolTagsRepository(db), outcomes),
+    advisories: observed(createPostgresAdvisoriesRepository(db), outcomes),
+    groupAccessRequests: observed(createPostgresGroupAccessRequestsRepository(db), outcomes),
+    identityProviders: observed(createPostgresIdentityProvidersRepository(db), outcomes),
+    scimCredentials: observed(createPostgresScimCredentialsRepository(db), outcomes),
+    accountAssociations: observed(createPostgresAccountAssociationsRepository(db), outcomes),
+    groupInvites: observed(createPostgresGroupInvitesRepository(db), outcomes),
+    tokenRevocations: observed(createPostgresTokenRevocationsRepository(serverValues), outcomes),
+    refreshTokens: observed(createPostgresRefreshTokensRepository(db), outcomes),
   };
 
   let closing: Promise<void> | undefined;
@@ -181,11 +181,10 @@ export async function openPostgresEngine(url: string, options: Omit<PostgresOpti
     location: redactDatabaseUrl(url),
     repositories,
     serverValues,
-    importer: {
-      async transaction() {
-        throw unimplemented("import on PostgreSQL");
-      },
-    },
+    importer: observed(
+      createPostgresImportWriter(db, { lockTimeoutMs: options.importLockTimeoutMs ?? DEFAULT_IMPORT_LOCK_TIMEOUT_MS, storageError: asStorageError }),
+      outcomes,
+    ),
     health: {
       writable: () => writable,
       msSinceLastOutcome: () => Date.now() - lastOutcomeAt,

@@ -12,12 +12,15 @@
  *                  a connection that ended mid-query
  *   exhausted      53300 too_many_connections, the pool's acquire    the database or the pool is full (UNAVAILABLE,
  *                  timeout                                           never a hang)
+ *   lock_timeout   55P03 lock_not_available (a lock wait past the    another writer holds what this one needs (the
+ *                  transaction's lock_timeout; only the importer     importer stops "busy" instead of waiting on)
+ *                  sets one)
  *
  * Anything else (a syntax error, a check we did not expect) is not a PostgresStorageError:
  * it is a bug, and stays INTERNAL.
  */
 
-export type PostgresFailureKind = "unique" | "foreign_key" | "conflict" | "unavailable" | "exhausted";
+export type PostgresFailureKind = "unique" | "foreign_key" | "conflict" | "unavailable" | "exhausted" | "lock_timeout";
 
 /** A PostgreSQL failure with its meaning; `cause` keeps the original error for logs. */
 export class PostgresStorageError extends Error {
@@ -70,6 +73,7 @@ export function mapPostgresError(err: unknown): PostgresStorageError | undefined
   if (code === "23503") return make("foreign_key");
   if (code === "40001" || code === "40P01") return make("conflict");
   if (code === "53300") return make("exhausted");
+  if (code === "55P03") return make("lock_timeout");
   if (code !== undefined && (code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")) return make("unavailable");
   if (code !== undefined && UNAVAILABLE_ERRNO.has(code)) return make("unavailable");
   // Only errors with no code at all: an error of our own (an API error carries a numeric

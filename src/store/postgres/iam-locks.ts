@@ -1,6 +1,7 @@
 /**
- * The row locks the IAM repositories on PostgreSQL share (identities, roles, role bindings),
- * taken in the same order as the groups repository's: the group first, then the record.
+ * The row locks the IAM repositories on PostgreSQL share, taken in the same order as the
+ * groups repository's: the group first, then the record, then what the record refers to
+ * (identity, role), then per-key advisory locks.
  *
  * - No child without its parent: a record created under a group locks the group FOR SHARE
  *   before inserting (`lockParentGroup`). Deleting the group needs that row FOR UPDATE, so it
@@ -17,16 +18,49 @@
  *   under it hold it FOR SHARE while they lock an identity; an identity delete holds the
  *   identity while it comes here), so the two orders cannot deadlock.
  */
-import { and, asc, eq, inArray, isNull } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { failedPrecondition, notFound } from "../../errors/api-error.js";
+import { requireAssignable } from "../assignable-roles.js";
 import { builtInRoleUid } from "../builtin-roles.js";
-import { groups, roleBindings } from "./schema.js";
+import { groups, roleBindings, roles } from "./schema.js";
 import type { Tx } from "./transaction.js";
 
 /** Locks group `uid` FOR SHARE for the rest of `tx`. @throws NOT_FOUND when it does not exist. */
 export async function lockParentGroup(tx: Tx, uid: string): Promise<void> {
   const [row] = await tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, uid)).for("share");
   if (!row) throw notFound("group", uid);
+}
+
+/**
+ * Reads role `roleUid` FOR SHARE and requires that it may be granted in `groupUid`
+ * (INVALID_ARGUMENT on `field` otherwise, assignable-roles.ts). Deleting or changing the role
+ * needs it FOR UPDATE, so a record that will grant it (an invite, a provider's default role)
+ * is either seen by the role's delete (RESOURCE_IN_USE) or waits and then finds no role, and
+ * an escalation guard judging the grant never sees capabilities change under it.
+ */
+export async function lockAssignableRole(tx: Tx, roleUid: string, groupUid: string, field: string): Promise<void> {
+  const [role] = await tx.select({ parentUid: roles.parentUid, builtIn: roles.builtIn }).from(roles).where(eq(roles.uid, roleUid)).for("share");
+  requireAssignable(role, groupUid, field);
+}
+
+/**
+ * A transaction-level advisory lock on `key` (a 64-bit hash of it: two keys sharing a hash
+ * only wait for each other), held until `tx` ends: for invariants over rows that may not exist
+ * yet, which no row lock can cover. Writers that take several take them in sorted order.
+ */
+export async function lockKey(tx: Tx, key: string): Promise<void> {
+  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
+}
+
+/**
+ * Serializes the writers of one (group, identity, role) binding until `tx` ends: taken before
+ * looking for an existing binding, so two replicas binding the same triple at once (a
+ * CreateRoleBinding, an invite redeemed) give one binding, never a unique-index error. The
+ * keys of a batch are locked in sorted order, so two batches never wait crosswise.
+ */
+export async function lockBindingTriples(tx: Tx, groupUid: string, bindings: readonly { identityUid: string; roleUid: string }[]): Promise<void> {
+  const keys = [...new Set(bindings.map((b) => `role_binding ${groupUid} ${b.identityUid} ${b.roleUid}`))].sort();
+  for (const key of keys) await lockKey(tx, key);
 }
 
 /**

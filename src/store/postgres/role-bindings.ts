@@ -9,9 +9,9 @@
  *   waits for the binding and then sees it, or the binding waits and then finds them gone
  *   (INVALID_ARGUMENT naming the field, never a foreign-key error);
  * - one binding per (group, identity, role): a transaction-level advisory lock on that triple
- *   is taken before looking for an existing one, so two replicas creating the same binding at
- *   once give one success and one ALREADY_EXISTS naming the first, not a unique-index error.
- *   The keys of a batch are locked in sorted order, so two batches never wait crosswise;
+ *   (iam-locks.ts `lockBindingTriples`, shared with invite redemption) is taken before looking
+ *   for an existing one, so two replicas creating the same binding at once give one success
+ *   and one ALREADY_EXISTS naming the first, not a unique-index error;
  * - the last owner of an organization stays (iam-locks.ts `requireOwnersRemain`);
  * - update and delete lock the binding FOR UPDATE, so the guard judges the row they change;
  *   an owner binding's organization's owner bindings are locked before it (iam-locks.ts
@@ -21,13 +21,14 @@
  */
 import { and, count, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../../errors/api-error.js";
+import { isAssignableRole } from "../assignable-roles.js";
 import type { GrantView } from "../grant-view.js";
 import { allOf, keysetClauses, uidpConditions, withinConditions } from "../list-predicates.js";
 import { type NewRoleBinding, ROLE_BINDING_ORDERS, type RoleBindingListFilter, type RoleBindingRecord, type RoleBindingsRepository } from "../role-bindings.js";
 import { isAncestorOrSelf, newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
-import { lockOwnerBindings, lockParentGroup, requireOwnersRemain } from "./iam-locks.js";
+import { lockBindingTriples, lockOwnerBindings, lockParentGroup, requireOwnersRemain } from "./iam-locks.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
 
@@ -69,15 +70,6 @@ async function lockBinding(tx: Tx, uid: string) {
   return row;
 }
 
-/**
- * Serializes the writers of one (group, identity, role) triple until `tx` ends (see the
- * header). A 64-bit hash of the triple: two triples sharing a key only wait for each other.
- */
-async function lockTriples(tx: Tx, groupUid: string, bindings: readonly { identityUid: string; roleUid: string }[]): Promise<void> {
-  const keys = [...new Set(bindings.map((b) => `role_binding ${groupUid} ${b.identityUid} ${b.roleUid}`))].sort();
-  for (const key of keys) await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
-}
-
 export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepository {
   const where = (f: RoleBindingListFilter) =>
     allOf([
@@ -104,7 +96,7 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
             for (const b of bindings) guard(view, undefined, { groupUid, identityUid: b.identityUid, roleUid: b.roleUid });
           });
         }
-        await lockTriples(tx, groupUid, bindings);
+        await lockBindingTriples(tx, groupUid, bindings);
         const created: RoleBindingRecord[] = [];
         for (const b of bindings) {
           await requireUnbound(tx, groupUid, b, undefined);
@@ -138,7 +130,7 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
           if (guard) await runGuard(tx, guard, existing, { groupUid: existing.groupUid, identityUid: next.identityUid, roleUid: next.roleUid });
           await requireOwnersRemain(tx, [uid]);
         }
-        await lockTriples(tx, existing.groupUid, [next]);
+        await lockBindingTriples(tx, existing.groupUid, [next]);
         await requireUnbound(tx, existing.groupUid, next, uid);
         await tx.update(roleBindings).set({ identityUid: next.identityUid, roleUid: next.roleUid }).where(eq(roleBindings.uid, uid));
         return (await readOne(tx, uid)) as RoleBindingRecord;
@@ -196,7 +188,7 @@ async function referenceViolations(tx: Tx, groupUid: string, b: NewRoleBinding):
     });
   }
   const [role] = await tx.select({ parentUid: roles.parentUid, builtIn: roles.builtIn }).from(roles).where(eq(roles.uid, b.roleUid)).for("share");
-  if (!role || (role.parentUid === null ? !role.builtIn : !isAncestorOrSelf(role.parentUid, groupUid))) {
+  if (!isAssignableRole(role, groupUid)) {
     out.push({
       field: b.fields.roleUid,
       description: `role ${JSON.stringify(b.roleUid)} does not exist or cannot be granted in group ${JSON.stringify(groupUid)}: it must be a built-in role or a custom role of the group or one of its ancestors`,

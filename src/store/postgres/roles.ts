@@ -6,8 +6,9 @@
  * - update and delete lock the role FOR UPDATE before reading it. The role-binding writers lock
  *   the role they grant FOR SHARE, so a delete either waits for a new binding and then finds it
  *   (RESOURCE_IN_USE), or the binding waits and then finds no role (INVALID_ARGUMENT); and a
- *   capability change and a guard judging a grant of that role never interleave.
- *   Group invites and identity providers, when ported, must lock the role FOR SHARE likewise.
+ *   capability change and a guard judging a grant of that role never interleave. Group
+ *   invites, identity providers and SCIM changes lock the role they grant FOR SHARE likewise
+ *   (iam-locks.ts `lockAssignableRole`).
  */
 import { count, eq, or, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";

@@ -31,7 +31,7 @@ import pg from "pg";
 import type { ServerValues, ServerValuesChange } from "../engine.js";
 import type { PgDb } from "./connection.js";
 import { serverKeys } from "./schema.js";
-import { writeTransaction } from "./transaction.js";
+import { type Tx, writeTransaction } from "./transaction.js";
 
 /** The channel every replica listens on for changed server values. */
 export const SERVER_VALUES_CHANNEL = "trellis_server_values";
@@ -46,13 +46,71 @@ export interface PostgresServerValues extends ServerValues {
   refresh(): Promise<void>;
   /** Stops listening. */
   close(): Promise<void>;
+  /**
+   * Runs `work` in one write transaction (transaction.ts) with an `update` that changes server
+   * values as `ServerValues.update` does, inside that transaction: for a write that changes a
+   * value together with rows of its own, all or nothing (a revocation deletes the subject's
+   * refresh tokens). This replica's watchers see the values once it committed.
+   */
+  transaction<T>(work: (tx: Tx, update: ValuesUpdate) => Promise<T>): Promise<T>;
 }
+
+/** ServerValues.update inside a transaction (PostgresServerValues.transaction). */
+export type ValuesUpdate = (names: readonly string[], now: number, change: ServerValuesChange) => Promise<(Buffer | undefined)[]>;
 
 export interface PostgresServerValuesOptions {
   /** The database URL, for the listening connection (a connection of its own, outside the pool). */
   readonly url: string;
   /** Told when the listening connection fails (it is opened again after a second). */
   readonly onListenError?: (err: Error) => void;
+}
+
+/**
+ * Applies `change` to the values under `names` inside `tx` (see the header for the locks);
+ * resolves to the values afterwards, by name. Announces the names whose value changed.
+ */
+async function updateIn(tx: Tx, names: readonly string[], now: number, change: ServerValuesChange): Promise<Map<string, Buffer | undefined>> {
+  const current = new Map<string, { value: Buffer; createTime: number; placeholder: boolean }>();
+  for (const name of [...new Set(names)].sort()) {
+    const inserted = await tx
+      .insert(serverKeys)
+      .values({ name, value: Buffer.alloc(0), createTime: now })
+      .onConflictDoNothing()
+      .returning({ name: serverKeys.name });
+    const [row] = await tx.select().from(serverKeys).where(eq(serverKeys.name, name)).for("update");
+    if (row) current.set(name, { value: row.value, createTime: row.createTime, placeholder: inserted.length > 0 });
+  }
+  const visible = (name: string) => {
+    const row = current.get(name);
+    return row && !row.placeholder ? row : undefined;
+  };
+  const next = change(
+    names.map((n) => visible(n)?.value),
+    names.map((n) => visible(n)?.createTime),
+  );
+  const result = new Map<string, Buffer | undefined>();
+  const changed = new Set<string>();
+  names.forEach((name, i) => {
+    const value = next?.[i];
+    if (value === undefined) {
+      if (!result.has(name)) result.set(name, visible(name)?.value);
+      return;
+    }
+    result.set(name, value === null ? undefined : value);
+    changed.add(name);
+  });
+  for (const [name, row] of current) {
+    const value = result.get(name);
+    if (value === undefined) {
+      await tx.delete(serverKeys).where(eq(serverKeys.name, name));
+    } else if (row.placeholder || changed.has(name)) {
+      await tx.update(serverKeys).set({ value }).where(eq(serverKeys.name, name));
+    }
+  }
+  // Only names whose stored row really changed are announced.
+  const announced = [...changed].filter((n) => !sameBytes(visible(n)?.value, result.get(n)));
+  if (announced.length > 0) await tx.execute(sql`SELECT pg_notify(${SERVER_VALUES_CHANNEL}, ${JSON.stringify(announced)})`);
+  return result;
 }
 
 function sameBytes(a: Buffer | undefined, b: Buffer | undefined): boolean {
@@ -181,6 +239,22 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
     }
   };
 
+  /** See PostgresServerValues.transaction. */
+  const transaction = async <T>(work: (tx: Tx, update: ValuesUpdate) => Promise<T>): Promise<T> => {
+    let written: Map<string, Buffer | undefined>[] = [];
+    const result = await writeTransaction(db, async (tx) => {
+      written = []; // a retried attempt starts over
+      return work(tx, async (names, now, change) => {
+        const after = await updateIn(tx, names, now, change);
+        written.push(after);
+        return names.map((n) => after.get(n));
+      });
+    });
+    // Committed: this replica's watchers see the new values from the next call on.
+    for (const after of written) for (const [name, value] of after) apply(name, value, undefined);
+    return result;
+  };
+
   return {
     async start() {
       // Listening first, then reading: a change committed in between is either in the read or
@@ -206,54 +280,9 @@ export function createPostgresServerValues(db: PgDb, options: PostgresServerValu
       return row?.value;
     },
 
-    async update(names, now, change: ServerValuesChange) {
-      const after = await writeTransaction(db, async (tx) => {
-        const current = new Map<string, { value: Buffer; createTime: number; placeholder: boolean }>();
-        for (const name of [...new Set(names)].sort()) {
-          const inserted = await tx
-            .insert(serverKeys)
-            .values({ name, value: Buffer.alloc(0), createTime: now })
-            .onConflictDoNothing()
-            .returning({ name: serverKeys.name });
-          const [row] = await tx.select().from(serverKeys).where(eq(serverKeys.name, name)).for("update");
-          if (row) current.set(name, { value: row.value, createTime: row.createTime, placeholder: inserted.length > 0 });
-        }
-        const visible = (name: string) => {
-          const row = current.get(name);
-          return row && !row.placeholder ? row : undefined;
-        };
-        const next = change(
-          names.map((n) => visible(n)?.value),
-          names.map((n) => visible(n)?.createTime),
-        );
-        const result = new Map<string, Buffer | undefined>();
-        const changed = new Set<string>();
-        names.forEach((name, i) => {
-          const value = next?.[i];
-          if (value === undefined) {
-            if (!result.has(name)) result.set(name, visible(name)?.value);
-            return;
-          }
-          result.set(name, value === null ? undefined : value);
-          changed.add(name);
-        });
-        for (const [name, row] of current) {
-          const value = result.get(name);
-          if (value === undefined) {
-            await tx.delete(serverKeys).where(eq(serverKeys.name, name));
-          } else if (row.placeholder || changed.has(name)) {
-            await tx.update(serverKeys).set({ value }).where(eq(serverKeys.name, name));
-          }
-        }
-        // Only names whose stored row really changed are announced.
-        const announced = [...changed].filter((n) => !sameBytes(visible(n)?.value, result.get(n)));
-        if (announced.length > 0) await tx.execute(sql`SELECT pg_notify(${SERVER_VALUES_CHANNEL}, ${JSON.stringify(announced)})`);
-        return result;
-      });
-      // Committed: this replica's watchers see the new values from the next call on.
-      for (const [name, value] of after) apply(name, value, undefined);
-      return names.map((n) => after.get(n));
-    },
+    transaction,
+
+    update: (names, now, change) => transaction((_tx, update) => update(names, now, change)),
 
     watch<T>(names: readonly string[], parse: (values: readonly (Buffer | undefined)[]) => T) {
       let seenGeneration = -1;

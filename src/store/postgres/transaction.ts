@@ -25,3 +25,16 @@ export async function writeTransaction<T>(db: PgDb, fn: (tx: Tx) => Promise<T>):
     }
   }
 }
+
+/**
+ * Runs `fn` in one read-only REPEATABLE READ transaction, so that the statements of a read made
+ * of several (a summary, a page and its rows' children) see one snapshot, as SQLite's reads
+ * made in one turn of the event loop do. Read-only, it is never aborted for a conflict.
+ */
+export async function readSnapshot<T>(db: PgDb, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return await db.transaction(fn, { isolationLevel: "repeatable read", accessMode: "read only" });
+  } catch (err) {
+    throw mapPostgresError(err) ?? err;
+  }
+}

@@ -6,21 +6,16 @@
  * (`AccountProviders`). Every check-then-write runs in one BEGIN IMMEDIATE transaction;
  * errors are ApiErrors; no proto types enter here.
  */
-import { eq, type SQL, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { alreadyExists, notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireGroup } from "./references.js";
-import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
-import type { UidpFilter } from "../lists.js";
+import { allOf, type Bind, preparedLists, withinConditions } from "./list-query.js";
+import { type NoSlashFrom, uidShapeConditions } from "../list-predicates.js";
 import { type AccountAssociationRow, accountAssociations } from "./schema.js";
-import {
-  ACCOUNT_ASSOCIATION_ORDERS,
-  type AccountProviders,
-  type AccountAssociationRecord,
-  type AccountAssociationListFilter,
-  type AccountAssociationsRepository,
-} from "../account-associations.js";
+import { ACCOUNT_ASSOCIATION_ORDERS, type AccountAssociationListFilter, type AccountAssociationsRepository } from "../account-associations.js";
+import { accountAssociationRecordOf as toRecord } from "../account-association-rows.js";
 
 export function createAccountAssociationsRepository(db: Db): AccountAssociationsRepository {
   const getStmt = db
@@ -31,7 +26,7 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
 
   const where = (f: AccountAssociationListFilter, bind: Bind) =>
     allOf([
-      ...hierarchyConditions(f.uidp, bind),
+      ...uidShapeConditions(accountAssociations.uid, f.uidp, noSlashFrom, bind),
       f.name !== undefined ? eq(accountAssociations.name, bind(f.name) as string) : undefined,
       withinConditions(accountAssociations.uid, f.within, bind),
     ]);
@@ -93,32 +88,5 @@ export function createAccountAssociationsRepository(db: Db): AccountAssociations
   };
 }
 
-/**
- * The UIDP filter over the association uid. The table has no parent column (the uid is the
- * group's), so `children_of` and `in_root` test the uid's shape: a direct child of P is a uid
- * under "P/" with no further '/', a root has no '/'. The other filters are the shared ones;
- * the uid column stands in for the parent column they never read.
- */
-function hierarchyConditions(f: UidpFilter, bind: Bind): SQL[] {
-  const { childrenOf, inRoot, ...rest } = f;
-  const uid = accountAssociations.uid;
-  const out = uidpConditions(uid, uid, rest, bind);
-  if (childrenOf) {
-    out.push(...uidpConditions(uid, uid, { descendantsOf: childrenOf }, bind));
-    // A value like any other: the statement is prepared once for every children_of parent.
-    out.push(sql`instr(substr(${uid}, ${bind(childrenOf.length + 2)}), '/') = 0`);
-  }
-  if (inRoot) out.push(sql`instr(${uid}, '/') = 0`);
-  return out;
-}
-
-function toRecord(row: AccountAssociationRow): AccountAssociationRecord {
-  return {
-    uid: row.uid,
-    name: row.name,
-    description: row.description,
-    providers: JSON.parse(row.providers) as AccountProviders,
-    createTime: row.createTime,
-    updateTime: row.updateTime,
-  };
-}
+/** SQLite's spelling of "no '/' from character `from` on" (list-predicates.ts uidShapeConditions). */
+const noSlashFrom: NoSlashFrom = (uid, from) => (from === undefined ? sql`instr(${uid}, '/') = 0` : sql`instr(substr(${uid}, ${from}), '/') = 0`);

@@ -4,23 +4,21 @@
  * simply not listed. No proto types here.
  */
 import { and, asc, eq, gt } from "drizzle-orm";
+import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import type { UpsertOutcome } from "../repos.js";
 import { eolTags, tags } from "./schema.js";
 import { tagListWhere } from "./tags.js";
 import type { EolFields, EolTagsRepository } from "../eol-tags.js";
+import { eolColumns, eolRecordOf, eolUnchanged } from "../registry-rows.js";
 
-/** Sets the tag's end-of-life facts, in the caller's transaction (the importer's). */
+/** Sets the tag's end-of-life facts, in the caller's transaction (the importer's). @throws NOT_FOUND (tag). */
 export function upsertEolTagInTx(tx: Db, tagUid: string, fields: EolFields, now: number): UpsertOutcome {
-  const values = {
-    mainPackageName: fields.mainPackageName,
-    tagStatus: fields.tagStatus,
-    graceStatus: fields.graceStatus,
-    gracePeriodExpiry: fields.gracePeriodExpiry ?? null,
-    mainPackageVersion: fields.mainPackageVersion ?? null,
-  };
+  // NOT_FOUND as on every engine, rather than the foreign key's failure.
+  if (!tx.select({ uid: tags.uid }).from(tags).where(eq(tags.uid, tagUid)).get()) throw notFound("tag", tagUid);
+  const values = eolColumns(fields);
   const existing = tx.select().from(eolTags).where(eq(eolTags.tagUid, tagUid)).get();
-  if (existing && Object.entries(values).every(([k, v]) => existing[k as keyof typeof values] === v)) return "unchanged";
+  if (eolUnchanged(existing, values)) return "unchanged";
   tx.insert(eolTags)
     .values({ tagUid, ...values, updateTime: now })
     .onConflictDoUpdate({ target: eolTags.tagUid, set: { ...values, updateTime: now } })
@@ -39,15 +37,7 @@ export function createEolTagsRepository(db: Db): EolTagsRepository {
         .orderBy(asc(tags.uid))
         .limit(limit)
         .all()
-        .map(({ eol, tagName }) => ({
-          tagUid: eol.tagUid,
-          tagName,
-          mainPackageName: eol.mainPackageName,
-          tagStatus: eol.tagStatus,
-          graceStatus: eol.graceStatus,
-          gracePeriodExpiry: eol.gracePeriodExpiry ?? undefined,
-          mainPackageVersion: eol.mainPackageVersion ?? undefined,
-        }));
+        .map(({ eol, tagName }) => eolRecordOf(eol, tagName));
     },
   };
 }

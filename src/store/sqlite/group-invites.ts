@@ -2,15 +2,12 @@
  * GroupInvites repository: every read and write of the `group_invites` table, and redeeming
  * an invite into a role binding.
  *
- * The invite code is shown once, on create, and only its SHA-256 is stored. A code is the
- * invite's `key_id` (16 hex, listable, not secret) followed by 32 random bytes in base64url
- * (256 bits), so a redemption finds its row through the key_id index and then compares the
- * hash. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
+ * The code, its hash and the redemption's checks are the same on every engine
+ * (group-invite-rows.ts). Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
  * ApiErrors; no proto types enter here.
  */
-import { createHash, randomBytes } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
-import { failedPrecondition, notFound } from "../../errors/api-error.js";
+import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { grantView } from "./grant-view.js";
@@ -18,9 +15,8 @@ import { requireAssignableRole, requireGroup } from "./references.js";
 import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { GROUP_INVITE_ORDERS, type GroupInviteRecord, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
-
-const KEY_ID_LENGTH = 16;
+import { GROUP_INVITE_ORDERS, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
+import { groupInviteRecordOf as toRecord, inviteLookup, inviteNotFound, newInviteCode, requireInvitedEmail, requireUnexpired } from "../group-invite-rows.js";
 
 /** The columns every read selects: the invite without its code hash, and its current role. */
 const READ_COLUMNS = {
@@ -64,8 +60,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
         requireGroup(tx, invite.parentUid);
         requireAssignableRole(tx, invite.roleUid, invite.parentUid, "role_uid");
         guard?.(grantView(tx), invite.parentUid, invite.roleUid);
-        const keyId = randomBytes(KEY_ID_LENGTH / 2).toString("hex");
-        const code = keyId + randomBytes(32).toString("base64url");
+        const { keyId, code, codeHash } = newInviteCode();
         const uid = newUidp(invite.parentUid);
         tx.insert(groupInvites)
           .values({
@@ -74,7 +69,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
             roleUid: invite.roleUid,
             email: invite.email,
             singleUse: invite.singleUse,
-            codeHash: hashCode(code),
+            codeHash,
             keyId,
             expirationTime: now + invite.ttlMs,
             createTime: now,
@@ -108,24 +103,17 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
 
     async redeemInvite(code, identityUid, now) {
       return groupCommit(db, (tx) => {
+        const lookup = inviteLookup(code);
         const invite = tx
           .select()
           .from(groupInvites)
-          .where(and(eq(groupInvites.keyId, code.slice(0, KEY_ID_LENGTH)), eq(groupInvites.codeHash, hashCode(code))))
+          .where(and(eq(groupInvites.keyId, lookup.keyId), eq(groupInvites.codeHash, lookup.codeHash)))
           .get();
-        if (!invite) throw notFound("group invite", "(by code)");
-        if (now >= invite.expirationTime) {
-          throw failedPrecondition({ type: "INVITE_EXPIRED", subject: invite.uid, description: "the group invite has expired" });
-        }
+        if (!invite) throw inviteNotFound();
+        requireUnexpired(invite, now);
         const identity = tx.select({ email: identities.email }).from(identities).where(eq(identities.uid, identityUid)).get();
         if (!identity) throw notFound("identity", identityUid);
-        if (invite.email !== "" && invite.email.toLowerCase() !== identity.email.toLowerCase()) {
-          throw failedPrecondition({
-            type: "INVITE_EMAIL_MISMATCH",
-            subject: invite.uid,
-            description: "the group invite is for another email address",
-          });
-        }
+        requireInvitedEmail(invite, identity.email);
         const binding = { groupUid: invite.parentUid, identityUid, roleUid: invite.roleUid };
         const existing = tx
           .select({ uid: roleBindings.uid })
@@ -140,32 +128,6 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
         if (invite.singleUse) tx.delete(groupInvites).where(eq(groupInvites.uid, invite.uid)).run();
         return bindingUid;
       });
-    },
-  };
-}
-
-function hashCode(code: string): string {
-  return createHash("sha256").update(code).digest("hex");
-}
-
-/** A row of READ_COLUMNS: the role columns are null when the role is gone (left join). */
-interface ReadRow extends Omit<GroupInviteRecord, "role"> {
-  readonly roleFound: string | null;
-  readonly roleName: string | null;
-  readonly roleDescription: string | null;
-  readonly roleCapabilities: string | null;
-}
-
-function toRecord(row: ReadRow): GroupInviteRecord {
-  const { roleFound, roleName, roleDescription, roleCapabilities, ...invite } = row;
-  if (roleFound === null) return invite;
-  return {
-    ...invite,
-    role: {
-      uid: roleFound,
-      name: roleName ?? "",
-      description: roleDescription ?? "",
-      capabilities: JSON.parse(roleCapabilities ?? "[]") as number[],
     },
   };
 }

@@ -1,10 +1,10 @@
 /**
  * IdentityProviders repository: every read and write of the `identity_providers` table.
  *
- * The OIDC configuration is one JSON column in our own shape (`StoredOidc`). The client
- * secret is written here but never read back by the CRUD functions: records carry only
- * `hasClientSecret`, and the one reader of the secret itself is `clientSecret`, for the
- * login flow. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
+ * The OIDC configuration is one JSON column in our own shape (identity-provider-rows.ts,
+ * shared with PostgreSQL). The client secret is written here but never read back by the CRUD
+ * functions: records carry only `hasClientSecret`, and the one reader of the secret itself is
+ * `clientSecret`, for the login flow. Every check-then-write runs in one BEGIN IMMEDIATE transaction; errors are
  * ApiErrors; no proto types enter here.
  */
 import { eq, sql } from "drizzle-orm";
@@ -16,16 +16,8 @@ import { grantView } from "./grant-view.js";
 import { requireAssignableRole, requireGroup } from "./references.js";
 import { type IdentityProviderRow, identityProviders } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import {
-  IDENTITY_PROVIDER_ORDERS,
-  type OidcInput,
-  type IdentityProviderRecord,
-  type IdentityProviderListFilter,
-  type IdentityProvidersRepository,
-} from "../identity-providers.js";
-
-/** The JSON document in the `oidc` column. */
-type StoredOidc = OidcInput;
+import { IDENTITY_PROVIDER_ORDERS, type IdentityProviderListFilter, type IdentityProvidersRepository } from "../identity-providers.js";
+import { changedOidc, identityProviderRecordOf as toRecord, serializeOidc, storedClientSecret } from "../identity-provider-rows.js";
 
 export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepository {
   const getStmt = db
@@ -79,11 +71,8 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
           requireAssignableRole(tx, own.defaultRole, current.parentUid, "default_role");
           guard?.(grantView(tx), current.parentUid, own.defaultRole);
         }
-        const stored = JSON.parse(existing.oidc) as StoredOidc;
         const set: Partial<IdentityProviderRow> = { ...own, updateTime: now };
-        if (oidc !== undefined) {
-          set.oidc = serializeOidc({ ...oidc, clientSecret: oidc.clientSecret ?? stored.clientSecret });
-        }
+        if (oidc !== undefined) set.oidc = changedOidc(existing.oidc, oidc);
         tx.update(identityProviders).set(set).where(eq(identityProviders.uid, uid)).run();
         return toRecord(tx.select().from(identityProviders).where(eq(identityProviders.uid, uid)).get() as IdentityProviderRow);
       });
@@ -105,36 +94,7 @@ export function createIdentityProvidersRepository(db: Db): IdentityProvidersRepo
 
     async clientSecret(uid) {
       const row = getStmt.get({ uid });
-      return row && (JSON.parse(row.oidc) as StoredOidc).clientSecret;
+      return row && storedClientSecret(row.oidc);
     },
-  };
-}
-
-/** The keys of the stored document: anything else on the object (e.g. hasClientSecret) is dropped. */
-const STORED_OIDC_KEYS: readonly (keyof StoredOidc)[] = [
-  "issuer",
-  "clientId",
-  "clientSecret",
-  "additionalScopes",
-  "groupsClaim",
-  "pkceEnabled",
-  "correlationRule",
-];
-
-function serializeOidc(oidc: StoredOidc): string {
-  return JSON.stringify(oidc, STORED_OIDC_KEYS as string[]);
-}
-
-function toRecord(row: IdentityProviderRow): IdentityProviderRecord {
-  const { clientSecret, ...settings } = JSON.parse(row.oidc) as StoredOidc;
-  return {
-    uid: row.uid,
-    parentUid: row.parentUid,
-    name: row.name,
-    description: row.description,
-    defaultRole: row.defaultRole,
-    oidc: { ...settings, hasClientSecret: clientSecret !== "" },
-    createTime: row.createTime,
-    updateTime: row.updateTime,
   };
 }

@@ -306,13 +306,3 @@ export function rowMapper(columns: Record<string, Column>): (row: unknown[]) => 
     return out;
   };
 }
-
-/** JSON text of a string list column → the list (a damaged value reads as empty). */
-export function parseStringList(text: string): string[] {
-  try {
-    const v: unknown = JSON.parse(text);
-    return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
-  } catch {
-    return [];
-  }
-}

@@ -4,10 +4,10 @@
  * and the write that depends on it see the same data.
  */
 import { eq, sql } from "drizzle-orm";
-import { invalidField, notFound } from "../../errors/api-error.js";
+import { notFound } from "../../errors/api-error.js";
+import { requireAssignable } from "../assignable-roles.js";
 import type { Db } from "./db.js";
 import { groups, roles } from "./schema.js";
-import { isAncestorOrSelf } from "../uidp.js";
 
 /**
  * NOT_FOUND unless the group exists. Used by every repository that creates records
@@ -52,15 +52,9 @@ type Checks = ReturnType<typeof prepareChecks>;
 const prepared = new WeakMap<Db, Checks>();
 
 /**
- * INVALID_ARGUMENT on `field` unless `roleUid` is a role that may be granted in `groupUid`: a
- * built-in role (a root row marked built-in), or a custom role of the group or one of its
- * ancestors. A missing role and another organization's role get the same answer, so the
- * error says nothing about roles the caller cannot see.
+ * INVALID_ARGUMENT on `field` unless `roleUid` is a role that may be granted in `groupUid`
+ * (assignable-roles.ts says which).
  */
 export function requireAssignableRole(tx: Db, roleUid: string, groupUid: string, field: string): void {
-  const role = statementsOf(tx).role.get({ uid: roleUid });
-  const assignable = role !== undefined && (role.parentUid === null ? role.builtIn : isAncestorOrSelf(role.parentUid, groupUid));
-  if (!assignable) {
-    throw invalidField(field, "must name a built-in role or a custom role of the group or one of its ancestors");
-  }
+  requireAssignable(statementsOf(tx).role.get({ uid: roleUid }), groupUid, field);
 }

@@ -12,37 +12,9 @@ import { eq, lte } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { identities, type RefreshTokenRow, refreshTokens } from "./schema.js";
-import type { RefreshTokenRecord, NewRefreshToken, RotationOutcome, RefreshTokensRepository } from "../refresh-tokens.js";
-
-function toRecord(row: RefreshTokenRow): RefreshTokenRecord {
-  return {
-    tokenHash: row.tokenHash,
-    familyId: row.familyId,
-    identityUid: row.identityUid,
-    audiences: JSON.parse(row.audiences) as string[],
-    ...(row.capabilities !== null ? { capabilities: JSON.parse(row.capabilities) as number[] } : {}),
-    ...(row.scopes !== null ? { scopes: JSON.parse(row.scopes) as string[] } : {}),
-    issueTime: row.issueTime,
-    expireTime: row.expireTime,
-    familyExpireTime: row.familyExpireTime,
-    usedTime: row.usedTime,
-  };
-}
-
-function toRow(t: NewRefreshToken): typeof refreshTokens.$inferInsert {
-  return {
-    tokenHash: t.tokenHash,
-    familyId: t.familyId,
-    identityUid: t.identityUid,
-    audiences: JSON.stringify(t.audiences),
-    capabilities: t.capabilities ? JSON.stringify(t.capabilities) : null,
-    scopes: t.scopes ? JSON.stringify(t.scopes) : null,
-    issueTime: t.issueTime,
-    expireTime: t.expireTime,
-    familyExpireTime: t.familyExpireTime,
-  };
-}
+import { identities, refreshTokens } from "./schema.js";
+import type { RotationOutcome, RefreshTokensRepository } from "../refresh-tokens.js";
+import { refreshTokenRecordOf as toRecord, refreshTokenRowOf as toRow } from "../refresh-token-rows.js";
 
 export function createRefreshTokensRepository(db: Db): RefreshTokensRepository {
   const byHash = (tx: Db, tokenHash: string) => tx.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, tokenHash)).get();

@@ -3,17 +3,13 @@
  * deployment per repo, in `repo_deployments`. No proto types here.
  */
 import { eq } from "drizzle-orm";
-import { alreadyExists, notFound } from "../../errors/api-error.js";
+import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
 import { requireRepo } from "./repos.js";
 import { repoDeployments } from "./schema.js";
-import type { HelmChartRecord, RepoDeploymentsRepository } from "../repo-deployments.js";
-
-function parseCharts(json: string): HelmChartRecord[] {
-  const value = JSON.parse(json) as unknown;
-  return Array.isArray(value) ? (value as HelmChartRecord[]) : [];
-}
+import type { RepoDeploymentsRepository } from "../repo-deployments.js";
+import { deploymentExists, parseCharts } from "../registry-rows.js";
 
 export function createRepoDeploymentsRepository(db: Db): RepoDeploymentsRepository {
   const find = (tx: Db, repoUid: string) => tx.select().from(repoDeployments).where(eq(repoDeployments.repoUid, repoUid)).get();
@@ -28,7 +24,7 @@ export function createRepoDeploymentsRepository(db: Db): RepoDeploymentsReposito
     async create(repoUid, charts, now) {
       return groupCommit(db, (tx) => {
         requireRepo(tx, repoUid);
-        if (find(tx, repoUid)) throw alreadyExists("deployment", repoUid, "the repo already has a deployment; replace it with UpdateDeployment");
+        if (find(tx, repoUid)) throw deploymentExists(repoUid);
         tx.insert(repoDeployments)
           .values({ repoUid, charts: JSON.stringify(charts), createTime: now, updateTime: now })
           .run();

@@ -6,38 +6,15 @@
  * inside their own transaction. No proto types enter here.
  */
 import { and, eq, sql } from "drizzle-orm";
-import { alreadyExists, notFound } from "../../errors/api-error.js";
+import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
+import { allOf, type Bind, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
 import { requireGroup } from "./references.js";
 import { type RepoRow, repos, tags } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { REPO_ORDERS, type RepoRecord, type RepoFields, type RepoChanges, type RepoListFilter, type UpsertOutcome, type ReposRepository } from "../repos.js";
-
-export function toRepoRecord(row: RepoRow): RepoRecord {
-  return {
-    ...row,
-    bundles: parseStringList(row.bundles),
-    aliases: parseStringList(row.aliases),
-    activeTags: parseStringList(row.activeTags),
-  };
-}
-
-function columnsOf(f: RepoChanges): Partial<Omit<RepoRow, "uid" | "parentUid" | "createTime" | "updateTime">> {
-  const out: Record<string, unknown> = {};
-  if (f.name !== undefined) out.name = f.name;
-  if (f.description !== undefined) out.description = f.description;
-  if (f.catalogTier !== undefined) out.catalogTier = f.catalogTier;
-  if (f.bundles !== undefined) out.bundles = JSON.stringify(f.bundles);
-  if (f.aliases !== undefined) out.aliases = JSON.stringify(f.aliases);
-  if (f.activeTags !== undefined) out.activeTags = JSON.stringify(f.activeTags);
-  return out;
-}
-
-function nameTaken(name: string): Error {
-  return alreadyExists("repo", name, `the group already has a repo named ${JSON.stringify(name)}`);
-}
+import { REPO_ORDERS, type RepoRecord, type RepoFields, type RepoListFilter, type UpsertOutcome, type ReposRepository } from "../repos.js";
+import { repoColumns, repoNameTaken, repoRecordOf, repoUnchanged } from "../registry-rows.js";
 
 /** The group's repo of that name, if any. Runs in the caller's transaction. */
 export function findRepoByName(tx: Db, parentUid: string, name: string): RepoRow | undefined {
@@ -62,19 +39,18 @@ export function requireRepo(tx: Db, uid: string): RepoRow {
 export function upsertRepoInTx(tx: Db, parentUid: string, fields: RepoFields, now: number): { row: RepoRecord; outcome: UpsertOutcome } {
   requireGroup(tx, parentUid);
   const existing = findRepoByName(tx, parentUid, fields.name);
-  const cols = columnsOf(fields);
+  const cols = repoColumns(fields);
   if (!existing) {
     const row = { uid: newUidp(parentUid), parentUid, ...cols, createTime: now, updateTime: now } as RepoRow;
     tx.insert(repos).values(row).run();
-    return { row: toRepoRecord(tx.select().from(repos).where(eq(repos.uid, row.uid)).get() as RepoRow), outcome: "loaded" };
+    return { row: repoRecordOf(tx.select().from(repos).where(eq(repos.uid, row.uid)).get() as RepoRow), outcome: "loaded" };
   }
-  const same = Object.entries(cols).every(([k, v]) => existing[k as keyof RepoRow] === v);
-  if (same) return { row: toRepoRecord(existing), outcome: "unchanged" };
+  if (repoUnchanged(existing, cols)) return { row: repoRecordOf(existing), outcome: "unchanged" };
   tx.update(repos)
     .set({ ...cols, updateTime: now })
     .where(eq(repos.uid, existing.uid))
     .run();
-  return { row: toRepoRecord(requireRepo(tx, existing.uid)), outcome: "updated" };
+  return { row: repoRecordOf(requireRepo(tx, existing.uid)), outcome: "updated" };
 }
 
 export function createReposRepository(db: Db): ReposRepository {
@@ -95,13 +71,13 @@ export function createReposRepository(db: Db): ReposRepository {
   return {
     async get(uid) {
       const row = getStmt.get({ uid });
-      return row ? toRepoRecord(row) : undefined;
+      return row ? repoRecordOf(row) : undefined;
     },
 
     async create(parentUid, fields, now) {
       return groupCommit(db, (tx) => {
         requireGroup(tx, parentUid);
-        if (findRepoByName(tx, parentUid, fields.name)) throw nameTaken(fields.name);
+        if (findRepoByName(tx, parentUid, fields.name)) throw repoNameTaken(fields.name);
         return upsertRepoInTx(tx, parentUid, fields, now).row;
       });
     },
@@ -118,13 +94,13 @@ export function createReposRepository(db: Db): ReposRepository {
       return groupCommit(db, (tx) => {
         const existing = requireRepo(tx, uid);
         if (changes.name !== undefined && changes.name !== existing.name) {
-          if (findRepoByName(tx, existing.parentUid, changes.name)) throw nameTaken(changes.name);
+          if (findRepoByName(tx, existing.parentUid, changes.name)) throw repoNameTaken(changes.name);
         }
         tx.update(repos)
-          .set({ ...columnsOf(changes), updateTime: now })
+          .set({ ...repoColumns(changes), updateTime: now })
           .where(eq(repos.uid, uid))
           .run();
-        return toRepoRecord(requireRepo(tx, uid));
+        return repoRecordOf(requireRepo(tx, uid));
       });
     },
 
@@ -138,7 +114,7 @@ export function createReposRepository(db: Db): ReposRepository {
 
     async list(filter, page) {
       const rows = lists.page((bind) => where(filter, bind), repos[REPO_ORDERS.fields[page.order]], page) as RepoRow[];
-      return rows.map(toRepoRecord);
+      return rows.map(repoRecordOf);
     },
 
     async count(filter) {
@@ -153,7 +129,7 @@ export function createReposRepository(db: Db): ReposRepository {
         .orderBy(repos.uid)
         .limit(max + 1)
         .all()
-        .map(toRepoRecord);
+        .map(repoRecordOf);
     },
   };
 }

@@ -7,21 +7,19 @@
  * the tag's moves in `tag_history` in the same transaction (`recordTagMove`). No proto types
  * here.
  */
-import { and, asc, count, desc, eq, gte, inArray, lt, max, notInArray, sql } from "drizzle-orm";
-import { alreadyExists, notFound } from "../../errors/api-error.js";
+import { and, count, desc, eq, gte, lt, max, sql } from "drizzle-orm";
+import { notFound } from "../../errors/api-error.js";
 import type { Db } from "./db.js";
 import { groupCommit } from "./group-commit.js";
-import { allOf, type Bind, parseStringList, preparedLists, uidpConditions, withinConditions } from "./list-query.js";
+import type { Bind } from "../list-predicates.js";
+import { tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
+import { preparedLists } from "./list-query.js";
+import { type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
 import { requireRepo } from "./repos.js";
 import type { UpsertOutcome } from "../repos.js";
 import { tagHistory, type TagRow, tags } from "./schema.js";
 import { newUidp } from "../uidp.js";
-import { TAG_ORDERS, GeneratedTag, generatedKind, type TagRecord, type TagFields, type TagListFilter, type TagsRepository } from "../tags.js";
-
-function toTagRecord(row: TagRow): TagRecord {
-  const { generated: _generated, ...rest } = row;
-  return { ...rest, bundles: parseStringList(row.bundles) };
-}
+import { TAG_ORDERS, type TagRecord, type TagFields, type TagListFilter, type TagsRepository } from "../tags.js";
 
 /**
  * Points the repo's tag `fields.name` at the digest, creating it when missing. Unchanged
@@ -34,18 +32,12 @@ export function upsertTagInTx(tx: Db, repoUid: string, fields: TagFields, now: n
     .from(tags)
     .where(and(eq(tags.repoUid, repoUid), eq(tags.name, fields.name)))
     .get();
-  const values = {
-    name: fields.name,
-    digest: fields.digest,
-    deprecated: fields.deprecated,
-    bundles: JSON.stringify(fields.bundles),
-    generated: generatedKind(fields.name),
-  };
+  const values = tagColumns(fields);
   if (!existing) {
     const row: TagRow = { uid: newUidp(repoUid), repoUid, ...values, updateTime: now };
     tx.insert(tags).values(row).run();
     recordTagMove(tx, row.uid, row.digest, now);
-    return { row: toTagRecord(row), outcome: "loaded" };
+    return { row: tagRecordOf(row), outcome: "loaded" };
   }
   return rewriteTag(tx, existing, values, now);
 }
@@ -60,14 +52,14 @@ export function findTagUid(tx: Db, repoUid: string, name: string): string | unde
 }
 
 /** Writes `values` over an existing tag, or nothing when they change nothing. */
-function rewriteTag(tx: Db, existing: TagRow, values: Omit<TagRow, "uid" | "repoUid" | "updateTime">, now: number) {
-  if (existing.name === values.name && existing.digest === values.digest && existing.deprecated === values.deprecated && existing.bundles === values.bundles) {
-    return { row: toTagRecord(existing), outcome: "unchanged" as UpsertOutcome };
+function rewriteTag(tx: Db, existing: TagRow, values: TagColumns, now: number) {
+  if (tagUnchanged(existing, values)) {
+    return { row: tagRecordOf(existing), outcome: "unchanged" as UpsertOutcome };
   }
   const row: TagRow = { ...existing, ...values, updateTime: now };
   tx.update(tags).set(row).where(eq(tags.uid, existing.uid)).run();
   if (existing.digest !== values.digest) recordTagMove(tx, row.uid, row.digest, now);
-  return { row: toTagRecord(row), outcome: "updated" as UpsertOutcome };
+  return { row: tagRecordOf(row), outcome: "updated" as UpsertOutcome };
 }
 
 /**
@@ -92,34 +84,15 @@ export function replaceTagInTx(tx: Db, uid: string, fields: TagFields, now: numb
       .from(tags)
       .where(and(eq(tags.repoUid, existing.repoUid), eq(tags.name, fields.name)))
       .get();
-    if (clash) throw alreadyExists("tag", fields.name, `the repo already has a tag named ${JSON.stringify(fields.name)}`);
+    if (clash) throw tagNameTaken(fields.name);
   }
-  const values = {
-    name: fields.name,
-    digest: fields.digest,
-    deprecated: fields.deprecated,
-    bundles: JSON.stringify(fields.bundles),
-    generated: generatedKind(fields.name),
-  };
+  const values = tagColumns(fields);
   return rewriteTag(tx, existing, values, now).row;
 }
 
-/** Tag names never reported as a "version" of the latest tag. */
-const NOT_VERSIONS = ["latest", "latest-dev"];
-
-/** The WHERE of a tag list; exported for the query-plan test. */
-export function tagListWhere(f: TagListFilter, bind: Bind = (v) => v) {
-  const str = (v: string) => bind(v) as string;
-  const num = (v: number) => bind(v) as number;
-  return allOf([
-    ...uidpConditions(tags.uid, tags.repoUid, f.uidp, bind),
-    f.name !== undefined ? eq(tags.name, str(f.name)) : undefined,
-    f.digest !== undefined ? eq(tags.digest, str(f.digest)) : undefined,
-    f.updatedSince !== undefined ? gte(tags.updateTime, num(f.updatedSince)) : undefined,
-    // Ordinary tags are always included; a full set of classes needs no condition at all.
-    f.include.length >= 3 ? undefined : inArray(tags.generated, [GeneratedTag.None, ...f.include].map(num)),
-    withinConditions(tags.uid, f.within, bind),
-  ]);
+/** The WHERE of a tag list (registry-filters.ts) over this engine's table. */
+export function tagListWhere(f: TagListFilter, bind?: Bind) {
+  return tagListConditions(tags, f, bind);
 }
 
 export function createTagsRepository(db: Db): TagsRepository {
@@ -132,7 +105,7 @@ export function createTagsRepository(db: Db): TagsRepository {
   return {
     async get(uid) {
       const row = getStmt.get({ uid });
-      return row ? toTagRecord(row) : undefined;
+      return row ? tagRecordOf(row) : undefined;
     },
 
     async upsert(repoUid, fields, now) {
@@ -149,7 +122,7 @@ export function createTagsRepository(db: Db): TagsRepository {
 
     async list(filter, page) {
       const rows = lists.page((bind) => tagListWhere(filter, bind), tags[TAG_ORDERS.fields[page.order]], page) as TagRow[];
-      return rows.map(toTagRecord);
+      return rows.map(tagRecordOf);
     },
 
     async count(filter) {
@@ -164,7 +137,7 @@ export function createTagsRepository(db: Db): TagsRepository {
         .orderBy(tags.uid)
         .limit(max + 1)
         .all()
-        .map(toTagRecord);
+        .map(tagRecordOf);
     },
 
     async replace(uid, fields, now) {
@@ -195,29 +168,32 @@ export function createTagsRepository(db: Db): TagsRepository {
       const tx = db;
       {
         requireRepo(tx, repoUid);
-        const matching = and(eq(tags.repoUid, repoUid), include.length >= 3 ? undefined : inArray(tags.generated, [GeneratedTag.None, ...include]));
+        const q = tagsSummaryQueries(tags, repoUid, include);
         const totals = tx
           .select({ n: count(), last: max(tags.updateTime) })
           .from(tags)
-          .where(matching)
+          .where(q.matching)
           .get();
         const n = totals?.n ?? 0;
         if (n === 0) return { tagCount: 0, latestVersion: "" };
         const latest =
+          tx.select().from(tags).where(q.namedLatest).get() ??
           tx
             .select()
             .from(tags)
-            .where(and(matching, eq(tags.name, "latest")))
-            .get() ?? tx.select().from(tags).where(matching).orderBy(desc(tags.updateTime), desc(tags.uid)).limit(1).get();
+            .where(q.matching)
+            .orderBy(...q.newestFirst)
+            .limit(1)
+            .get();
         if (!latest) return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestVersion: "" };
         const version = tx
           .select({ name: tags.name })
           .from(tags)
-          .where(and(matching, eq(tags.digest, latest.digest), notInArray(tags.name, [...NOT_VERSIONS, latest.name])))
-          .orderBy(desc(sql`length(${tags.name})`), asc(tags.name))
+          .where(q.versionsOf(latest))
+          .orderBy(...q.longestFirst)
           .limit(1)
           .get();
-        return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestTag: toTagRecord(latest), latestVersion: version?.name ?? "" };
+        return { tagCount: n, lastUpdated: totals?.last ?? undefined, latestTag: tagRecordOf(latest), latestVersion: version?.name ?? "" };
       }
     },
   };

@@ -21,14 +21,7 @@ import { groupCommit } from "./group-commit.js";
 import { readServerValue } from "./server-keys.js";
 import { grantView } from "./grant-view.js";
 import { identities, refreshTokens, serverKeys } from "./schema.js";
-import {
-  REVOCATIONS_NAME,
-  MAX_TOKEN_ENTRIES_PER_SUBJECT,
-  parseStored,
-  type Revocation,
-  type TokenRevocationsRepository,
-  type StoredRevocations,
-} from "../token-revocations.js";
+import { REVOCATIONS_NAME, parseStored, type Revocation, type TokenRevocationsRepository, withRevocation } from "../token-revocations.js";
 
 /**
  * Records `revocation` inside the caller's write transaction `tx` (the server's group
@@ -38,24 +31,9 @@ import {
  */
 export function recordRevocation(tx: Db, revocation: Revocation, now: number, retentionMs: number): void {
   const current = readServerValue(tx, REVOCATIONS_NAME);
-  const stored = parseStored(current);
-  const until = now + retentionMs;
-  const next: StoredRevocations = {
-    tokens: stored.tokens.filter((t) => t.until > now),
-    subjects: stored.subjects.filter((s) => s.until > now && !(revocation.jti === undefined && s.sub === revocation.subject)),
-  };
-  const single = revocation.jti !== undefined && next.tokens.filter((t) => t.sub === revocation.subject).length < MAX_TOKEN_ENTRIES_PER_SUBJECT;
-  if (revocation.jti !== undefined && single) {
-    if (!next.tokens.some((t) => t.sub === revocation.subject && t.jti === revocation.jti)) {
-      next.tokens.push({ sub: revocation.subject, jti: revocation.jti, until });
-    }
-  } else {
-    next.tokens = next.tokens.filter((t) => t.sub !== revocation.subject);
-    next.subjects = next.subjects.filter((s) => s.sub !== revocation.subject);
-    next.subjects.push({ sub: revocation.subject, before: now, until });
-    // A refresh would mint a fresh token after the revocation: the family ends here too.
-    tx.delete(refreshTokens).where(eq(refreshTokens.identityUid, revocation.subject)).run();
-  }
+  const { next, wholeSubject } = withRevocation(parseStored(current), revocation, now, retentionMs);
+  // A refresh would mint a fresh token after the revocation: the family ends here too.
+  if (wholeSubject) tx.delete(refreshTokens).where(eq(refreshTokens.identityUid, revocation.subject)).run();
   const value = Buffer.from(JSON.stringify(next), "utf8");
   if (current === undefined) tx.insert(serverKeys).values({ name: REVOCATIONS_NAME, value, createTime: now }).run();
   else tx.update(serverKeys).set({ value }).where(eq(serverKeys.name, REVOCATIONS_NAME)).run();
