@@ -47,6 +47,9 @@ if [ "${1:-}" = "--inside" ]; then
     local started
     started=$(date +%s%N)
     if [ $# -eq 0 ]; then set -- --data ./data; fi
+    # Made first: the loop below may read it before the background job has opened it, and a
+    # failed sed would end the script (set -e).
+    : >serve.out
     ./trellis serve --addr 127.0.0.1:0 "$@" >serve.out 2>serve.err &
     server=$!
     url=
