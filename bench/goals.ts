@@ -55,7 +55,61 @@ export function checkGoals(results: readonly ScenarioResult[]): GoalCheck[] {
       spread("grpc-peer-get"),
       spread("grpc-peer-get-noauth"),
     ),
+    ...postgresGoals(byId),
   ].map((g) => (g.measured !== undefined && Number.isNaN(g.measured) ? { ...g, measured: undefined, holds: undefined } : g));
+}
+
+const us = (x: number) => `${Math.round(x).toLocaleString("en-US")} µs`;
+
+/**
+ * The PostgreSQL targets, when the run had PostgreSQL scenarios (`--database`). The GetGroup
+ * line compares the Trellis processes' own CPU on both engines, with PostgreSQL's own CPU per
+ * request beside it (the same machine pays it); the depth line compares what a page costs the
+ * whole server (Trellis + PostgreSQL), since a deep page's extra work, if any, is in the
+ * database's index seek.
+ */
+function postgresGoals(byId: ReadonlyMap<string, ScenarioResult>): GoalCheck[] {
+  if (![...byId.keys()].some((id) => id.startsWith("pg-"))) return [];
+  const cpu = (id: string) => byId.get(id)?.cpuUsPerReq?.median;
+  const db = (id: string) => byId.get(id)?.dbCpuUsPerReq?.median;
+  const whole = (id: string) => {
+    const c = cpu(id);
+    return c === undefined ? undefined : c + (db(id) ?? 0);
+  };
+  const rps = (id: string) => byId.get(id)?.rps?.median;
+  const ratio = (num: number | undefined, den: number | undefined) => (num !== undefined && den !== undefined ? num / den : undefined);
+  const getRatio = ratio(cpu("pg-rest-get"), cpu("rest-get"));
+  const pgGet = db("pg-rest-get");
+  const get: GoalCheck = {
+    goal: "PostgreSQL: REST GetGroup ≤ 1.5× its SQLite server CPU per request (Trellis processes)",
+    measured: getRatio,
+    unit: "×",
+    holds: getRatio === undefined ? undefined : getRatio <= 1.5,
+    ...(pgGet === undefined
+      ? {}
+      : { note: `PostgreSQL's own processes: ${us(pgGet)} more per request; with them ${ratio(whole("pg-rest-get"), cpu("rest-get"))?.toFixed(2)}×` }),
+  };
+  const depth = ratio(whole("pg-rest-list-depth-2"), whole("pg-rest-list-depth-0"));
+  const twoReplicas = ratio(rps("pg-rest-create-2"), rps("pg-rest-create"));
+  const one = rps("pg-rest-create");
+  return [
+    get,
+    {
+      goal: "PostgreSQL: List at row 100,000 ≤ 1.5× row 1 (CPU, Trellis + PostgreSQL)",
+      measured: depth,
+      unit: "×",
+      holds: depth === undefined ? undefined : depth <= 1.5,
+    },
+    {
+      goal: "PostgreSQL: CreateGroup writes/s with 2 replicas ≥ 1 replica",
+      measured: twoReplicas,
+      unit: "×",
+      holds: twoReplicas === undefined ? undefined : twoReplicas >= 1,
+      ...(one === undefined || rps("pg-rest-create-2") === undefined
+        ? {}
+        : { note: `${Math.round(rps("pg-rest-create-2") as number).toLocaleString("en-US")}/s against ${Math.round(one).toLocaleString("en-US")}/s` }),
+    },
+  ];
 }
 
 function withNote(g: GoalCheck, value: number | undefined, note: (v: number) => string): GoalCheck {

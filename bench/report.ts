@@ -11,6 +11,8 @@ export interface RunFigures extends LoadResult {
   readonly cpuUsPerReq: number;
   /** Share of one core the server used during the run (well below 1: not server-bound). */
   readonly serverCores: number;
+  /** PostgreSQL scenarios: the database server's own CPU µs per request (all its processes), when measured. */
+  readonly dbCpuUsPerReq?: number;
 }
 
 export interface Spread {
@@ -28,6 +30,8 @@ export interface ScenarioResult {
   readonly note?: string;
   readonly runs: RunFigures[];
   readonly cpuUsPerReq?: Spread;
+  /** PostgreSQL's own CPU per request, beside the Trellis processes' (cpuUsPerReq). */
+  readonly dbCpuUsPerReq?: Spread;
   readonly rps?: Spread;
   readonly p50Ms?: Spread;
   readonly p99Ms?: Spread;
@@ -37,6 +41,8 @@ export interface ScenarioResult {
   readonly vsBare?: { readonly id: string; readonly ratio: number };
   /** reference ÷ this (CPU), or this ÷ reference (req/s, for write ceilings). */
   readonly vsRef?: { readonly id: string; readonly metric: "cpu" | "rps"; readonly ratio: number };
+  /** The same against the scenario's second reference. */
+  readonly vsRef2?: { readonly id: string; readonly metric: "cpu" | "rps"; readonly ratio: number };
 }
 
 export function spread(values: readonly number[]): Spread | undefined {
@@ -60,6 +66,7 @@ export function summarize(
     ...extra,
     runs,
     cpuUsPerReq: spread(runs.map((r) => r.cpuUsPerReq)),
+    dbCpuUsPerReq: spread(runs.map((r) => r.dbCpuUsPerReq ?? Number.NaN)),
     rps: spread(runs.map((r) => r.rps)),
     p50Ms: spread(runs.map((r) => r.p50Ms)),
     p99Ms: spread(runs.map((r) => r.p99Ms)),
@@ -78,10 +85,12 @@ export function withRatios(results: ScenarioResult[], scenarios: readonly LoadSc
     const mine = cpu(r.id);
     const out: { -readonly [K in keyof ScenarioResult]: ScenarioResult[K] } = { ...r };
     if (s.bare && mine && cpu(s.bare)) out.vsBare = { id: s.bare, ratio: (cpu(s.bare) as number) / mine };
-    if (s.ref) {
-      const ratio = s.ref.metric === "cpu" ? (cpu(s.ref.id) ?? Number.NaN) / (mine ?? Number.NaN) : (rps(r.id) ?? Number.NaN) / (rps(s.ref.id) ?? Number.NaN);
-      if (Number.isFinite(ratio)) out.vsRef = { id: s.ref.id, metric: s.ref.metric, ratio };
-    }
+    const against = (ref: NonNullable<LoadScenario["ref"]>) => {
+      const ratio = ref.metric === "cpu" ? (cpu(ref.id) ?? Number.NaN) / (mine ?? Number.NaN) : (rps(r.id) ?? Number.NaN) / (rps(ref.id) ?? Number.NaN);
+      return Number.isFinite(ratio) ? { id: ref.id, metric: ref.metric, ratio } : undefined;
+    };
+    if (s.ref) out.vsRef = against(s.ref);
+    if (s.ref2) out.vsRef2 = against(s.ref2);
     return out;
   });
 }
@@ -92,9 +101,11 @@ const range = (s: Spread | undefined, digits = 0) =>
   s === undefined ? "-" : s.min === s.max ? fmt(s.median, digits) : `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
 
 export function table(results: readonly ScenarioResult[]): string {
-  const head = ["scenario", "gen", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "cores", "err", "RSS MB", "÷bare", "÷ref"];
+  const withDb = results.some((r) => r.dbCpuUsPerReq !== undefined);
+  const head = ["scenario", "gen", "req/s", "p50 ms", "p99 ms", "CPU µs/req", ...(withDb ? ["PG µs/req"] : []), "cores", "err", "RSS MB", "÷bare", "÷ref"];
+  const refText = (v: ScenarioResult["vsRef"]) => (v ? `${fmt(v.ratio, 2)} ${v.metric === "rps" ? "rps " : ""}${v.id}` : "");
   const rows = results.map((r) => {
-    if (r.status === "skipped") return [r.title, "SKIP", "", "", "", "", "", "", "", "", "(see below)"];
+    if (r.status === "skipped") return [r.title, "SKIP", "", "", "", "", ...(withDb ? [""] : []), "", "", "", "", "(see below)"];
     const cores = spread(r.runs.map((x) => x.serverCores));
     return [
       r.title,
@@ -103,17 +114,18 @@ export function table(results: readonly ScenarioResult[]): string {
       fmt(r.p50Ms?.median, 2),
       fmt(r.p99Ms?.median, 2),
       range(r.cpuUsPerReq, r.cpuUsPerReq && r.cpuUsPerReq.median < 10 ? 1 : 0),
+      ...(withDb ? [range(r.dbCpuUsPerReq)] : []),
       fmt(cores?.median, 2),
       r.status === "failed" ? `FAIL ${r.errors ?? ""}` : String(r.errors ?? 0),
       fmt(r.peakRssMb),
       r.vsBare ? fmt(r.vsBare.ratio, 2) : "",
-      r.vsRef ? `${fmt(r.vsRef.ratio, 2)} ${r.vsRef.metric === "rps" ? "rps " : ""}${r.vsRef.id}` : "",
+      [refText(r.vsRef), refText(r.vsRef2)].filter(Boolean).join("; "),
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)));
   const line = (cells: readonly string[]) =>
     cells
-      .map((c, i) => (i === 0 || i === 1 || i === 10 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
+      .map((c, i) => (i === 0 || i === 1 || i === head.length - 1 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
       .join("  ")
       .trimEnd();
   const notes = results.filter((r) => r.status !== "ok" && r.note).map((r) => `${r.status === "skipped" ? "SKIP" : "FAIL"} ${r.title}: ${r.note}`);

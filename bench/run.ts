@@ -12,12 +12,18 @@
  *                      for rest-get, grpc-get, rest-list, rest-list-depth-0, rest-create and
  *                      the two peers (with --only: for each chosen Trellis or peer scenario);
  *                      writes <out dir>/profiles/<id>.cpuprofile, prints the top self-time frames
+ *   --database URL     also run every Trellis scenario on PostgreSQL (ids pg-…), in the same run:
+ *                      a fresh database of the bench's own on that server (it needs CREATEDB;
+ *                      dropped at the end) filled by `trellis db copy` from the SQLite seed, two
+ *                      Trellis replicas on it, raw node-postgres ceilings; `--database throwaway`
+ *                      starts a private cluster (scripts/pg-cluster.mjs) with durability on
  *   --out FILE         JSON results (default bench/results/latest.json)
  *   --help             print this text
  *
  * Every target (Trellis, the grpc-js peer, bare node:http/http2, raw SQLite) is a child
  * process pinned to CPU 0; wrk/h2load run pinned to CPU 1. Server CPU per request comes from
- * the target's own process.cpuUsage() (all threads) over each run.
+ * the target's own process.cpuUsage() (all threads) over each run; on PostgreSQL, the sum over
+ * the replicas that served the scenario, and PostgreSQL's own processes' CPU beside it (/proc).
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -26,16 +32,29 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { MAX_API_TOKEN_TTL_S } from "../src/auth/token-lifetime.js";
 import { databaseFile } from "../src/store/sqlite/db.js";
 import { checkGoals, goalsText } from "./goals.js";
 import { h2load } from "./load/h2load.js";
 import { nodeLoader, sendOnce, succeeded } from "./load/node-loader.js";
-import type { LoadGenerator, LoadOptions } from "./load/types.js";
+import type { LoadGenerator, LoadOptions, LoadResult } from "./load/types.js";
 import { wrk } from "./load/wrk.js";
 import { topSelfFrames } from "./profile-top.js";
 import { type RunFigures, type ScenarioResult, summarize, table, withRatios } from "./report.js";
-import { type LoadScenario, listPath, loadScenarios, rawScenarios, type ScenarioInput, type TargetKind } from "./scenarios.js";
+import { type BenchPostgres, openBenchPostgres } from "./postgres.js";
+import {
+  type LoadScenario,
+  listPath,
+  loadScenarios,
+  POSTGRES_REPLICAS,
+  postgresScenarios,
+  type RawScenario,
+  rawPostgresScenarios,
+  rawScenarios,
+  type ScenarioInput,
+  type TargetKind,
+} from "./scenarios.js";
 import { FULL_SEED, QUICK_SEED, seed } from "./seed.js";
 import type { Usage } from "./targets/control.js";
 import { startTarget, type Target } from "./targets/spawn.js";
@@ -65,6 +84,7 @@ const { values: flags } = parseArgs({
     loader: { type: "string", default: "auto" },
     only: { type: "string" },
     profile: { type: "boolean", default: false },
+    database: { type: "string" },
     out: { type: "string", default: path.join(ROOT, "bench/results/latest.json") },
     help: { type: "boolean", default: false },
   },
@@ -148,6 +168,7 @@ async function main(): Promise<number> {
   // 3. Seed a fresh data dir.
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-bench-"));
   const targets: Target[] = [];
+  let postgres: BenchPostgres | undefined;
   try {
     const dataDir = path.join(work, "data");
     const fixture = seed(dataDir, quick ? QUICK_SEED : FULL_SEED);
@@ -162,6 +183,16 @@ async function main(): Promise<number> {
       return t;
     };
     const [trellis, raw] = await Promise.all([start("trellis", { dataDir }), start("raw", { dataDir, scratchDir: work })]);
+    // PostgreSQL gets the same rows by `trellis db copy`, once the SQLite server has made its
+    // keys at start-up: the copy carries them, so the SQLite server's tokens verify there too.
+    if (flags.database !== undefined) {
+      postgres = await openBenchPostgres(flags.database, dataDir, serverCpu, say);
+      say(
+        `postgres: ${postgres.version}, ${postgres.describe}; ${Object.entries(postgres.settings)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(", ")}; ${postgres.cpuNote}`,
+      );
+    }
     // Every call needs a token: an operator token minted from the data dir, as an operator would.
     // At most 24 hours: no token may live longer (src/auth/token-lifetime.ts), and no run does.
     const auth = mintToken(dataDir, Math.min(MAX_API_TOKEN_TTL_S, Math.max(3600, Math.ceil(40 * (WARMUP + RUNS * SECONDS) + 600))));
@@ -183,7 +214,23 @@ async function main(): Promise<number> {
       start("bare-h1", { bodyFile }),
       start("bare-h2", { bodyFile }),
     ]);
-    const byKind: Record<TargetKind, Target> = { trellis, peer, "peer-noauth": peerNoAuth, "bare-h1": bareH1, "bare-h2": bareH2 };
+    const byKind: Partial<Record<TargetKind, Target>> = { trellis, peer, "peer-noauth": peerNoAuth, "bare-h1": bareH1, "bare-h2": bareH2 };
+    // PostgreSQL: two replicas on the copied database, with the SQLite server's issuer URL, so the
+    // one operator token (minted from the SQLite keys, which db copy carried over) serves all.
+    let rawPg: Target | undefined;
+    if (postgres) {
+      const config = { dataDir, databaseUrl: postgres.url, serverIssuerUrl: trellis.url };
+      const replicas = await Promise.all(POSTGRES_REPLICAS.map(() => start("trellis", config)));
+      POSTGRES_REPLICAS.forEach((kind, i) => {
+        byKind[kind] = replicas[i];
+      });
+      rawPg = await start("raw", { databaseUrl: postgres.url });
+    }
+    const targetOf = (kind: TargetKind): Target => {
+      const t = byKind[kind];
+      if (!t) throw new Error(`no ${kind} target in this run`);
+      return t;
+    };
 
     // 5. Page tokens for the depth scenarios: walk the chain (200 rows a page; the token does not bind page_size).
     const depthTokens = await walkTokens(
@@ -195,10 +242,14 @@ async function main(): Promise<number> {
     const input: ScenarioInput = { ...fixture, depthTokens, depths, auth };
     const only = flags.only?.split(",").filter(Boolean);
     let scenarios = loadScenarios(input);
-    let raws = rawScenarios(input);
+    let raws: (RawScenario & { pg?: boolean })[] = rawScenarios(input);
+    if (postgres) {
+      scenarios = [...scenarios, ...postgresScenarios(scenarios)];
+      raws = [...raws, ...rawPostgresScenarios(input).map((r) => ({ ...r, pg: true }))];
+    }
     if (only) {
       const wanted = new Set(only);
-      for (const s of scenarios) if (wanted.has(s.id)) for (const dep of [s.bare, s.ref?.id]) if (dep) wanted.add(dep);
+      for (const s of scenarios) if (wanted.has(s.id)) for (const dep of [s.bare, s.ref?.id, s.ref2?.id]) if (dep) wanted.add(dep);
       scenarios = scenarios.filter((s) => wanted.has(s.id));
       raws = raws.filter((s) => wanted.has(s.id));
     }
@@ -213,7 +264,7 @@ async function main(): Promise<number> {
         results.set(s.id, summarize(s, "load", [], { status: "skipped", note: skip }));
         continue;
       }
-      const r = await sendOnce(byKind[s.target].url, s.request, "sample");
+      const r = await sendOnce(targetOf(s.target).url, s.request, "sample");
       if (!succeeded(s.request, r) || (s.mustContain && !r.body.includes(s.mustContain))) {
         const note = `sample response: HTTP ${r.status}, grpc-status ${r.grpcStatus ?? "-"}: ${r.body.subarray(0, 300).toString()}`;
         results.set(s.id, summarize(s, "load", [], { status: "failed", note }));
@@ -233,9 +284,43 @@ async function main(): Promise<number> {
       workDir: work,
       cpu: loadCpu,
     });
+    /**
+     * One load run of `s` on its target, or split evenly over its replicas at once; the server
+     * CPU and non-OK calls summed over those targets, PostgreSQL's own CPU beside them.
+     */
+    const timedLoad = async (s: LoadScenario, gen: LoadGenerator, seconds: number) => {
+      const serving = (s.replicas ?? [s.target]).map(targetOf);
+      const share = (n: number) => Math.max(1, Math.round(n / serving.length));
+      const before = await Promise.all(serving.map((t) => t.usage()));
+      const db0 = s.target.startsWith("trellis-pg") ? postgres?.cpuUs() : undefined;
+      const loads = await Promise.all(
+        serving.map((t) => {
+          const o = options(seconds, s.request.proto);
+          return gen.run(t.url, s.request, { ...o, connections: share(o.connections) });
+        }),
+      );
+      // Requests the generator gave up on at its deadline may still be running in PostgreSQL
+      // (a first page that counts a million rows takes a while): their work belongs to this
+      // scenario, not to the next one, so wait until the database is idle before reading.
+      if (db0 !== undefined) await postgres?.quiesce();
+      const db1 = db0 === undefined ? undefined : postgres?.cpuUs();
+      const after = await Promise.all(serving.map((t) => t.usage()));
+      let cpu = 0;
+      let serverErrors = 0;
+      let served = 0;
+      serving.forEach((_, i) => {
+        cpu += (after[i] as Usage).cpuUs - (before[i] as Usage).cpuUs;
+        serverErrors += notOk(after[i] as Usage) - notOk(before[i] as Usage);
+        served += callCount(after[i] as Usage) - callCount(before[i] as Usage);
+      });
+      const load = combined(loads);
+      // CPU per request divides by every call the server finished, those the generator stopped
+      // waiting for included (the bare servers count none: the generator's count then).
+      return { load, requests: Math.max(load.requests, served), cpu, serverErrors, dbCpu: db1 === undefined || db0 === undefined ? undefined : db1 - db0 };
+    };
     if (WARMUP > 0) {
       say(`warm-up: ${WARMUP} s per scenario`);
-      for (const { s, gen } of runnable) await gen.run(byKind[s.target].url, s.request, options(WARMUP, s.request.proto));
+      for (const { s, gen } of runnable) await timedLoad(s, gen, WARMUP);
     }
     const runs = new Map<string, RunFigures[]>();
     const rawRuns = new Map<string, RunFigures[]>();
@@ -244,14 +329,9 @@ async function main(): Promise<number> {
       say(`round ${round}/${RUNS}`);
       for (const { s, gen } of runnable) {
         if (failures.has(s.id)) continue;
-        const target = byKind[s.target];
         try {
-          const before = await target.usage();
-          const load = await gen.run(target.url, s.request, options(SECONDS, s.request.proto));
-          const after = await target.usage();
-          const serverErrors = notOk(after) - notOk(before);
+          const { load, requests, cpu, serverErrors, dbCpu } = await timedLoad(s, gen, SECONDS);
           const errorDetail = [load.errorDetail, serverErrors > 0 ? `server non-OK ${serverErrors}` : undefined].filter(Boolean).join("; ") || undefined;
-          const cpu = after.cpuUs - before.cpuUs;
           const fig: RunFigures = {
             requests: load.requests,
             seconds: load.seconds,
@@ -260,19 +340,22 @@ async function main(): Promise<number> {
             p99Ms: load.p99Ms,
             errors: Math.max(load.errors, serverErrors),
             errorDetail,
-            cpuUsPerReq: load.requests > 0 ? cpu / load.requests : Number.NaN,
+            cpuUsPerReq: requests > 0 ? cpu / requests : Number.NaN,
             serverCores: cpu / 1e6 / load.seconds,
+            ...(dbCpu === undefined || requests === 0 ? {} : { dbCpuUsPerReq: dbCpu / requests }),
           };
           (runs.get(s.id) ?? runs.set(s.id, []).get(s.id))?.push(fig);
           say(
-            `  ${s.id.padEnd(22)} ${fig.rps.toFixed(0).padStart(7)} req/s  ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/req  p50 ${fig.p50Ms.toFixed(2)} ms  p99 ${fig.p99Ms.toFixed(2)} ms  err ${fig.errors}${errorDetail ? ` (${errorDetail})` : ""}`,
+            `  ${s.id.padEnd(26)} ${fig.rps.toFixed(0).padStart(7)} req/s  ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/req${fig.dbCpuUsPerReq === undefined ? "" : ` (+PG ${fig.dbCpuUsPerReq.toFixed(1)})`}  p50 ${fig.p50Ms.toFixed(2)} ms  p99 ${fig.p99Ms.toFixed(2)} ms  err ${fig.errors}${errorDetail ? ` (${errorDetail})` : ""}`,
           );
         } catch (err) {
           failures.set(s.id, err instanceof Error ? (err.message.split("\n")[0] as string) : String(err));
         }
       }
       for (const r of raws) {
-        const res = await raw.raw(r.task, quick ? 0.3 : SECONDS);
+        const db0 = r.pg ? postgres?.cpuUs() : undefined;
+        const res = await (r.pg ? (rawPg as Target) : raw).raw(r.task, quick ? 0.3 : SECONDS);
+        const db1 = r.pg ? postgres?.cpuUs() : undefined;
         const fig: RunFigures = {
           requests: res.ops,
           seconds: res.seconds,
@@ -282,9 +365,12 @@ async function main(): Promise<number> {
           errors: 0,
           cpuUsPerReq: res.cpuUs / res.ops,
           serverCores: res.cpuUs / 1e6 / res.seconds,
+          ...(db0 === undefined || db1 === undefined ? {} : { dbCpuUsPerReq: (db1 - db0) / res.ops }),
         };
         (rawRuns.get(r.id) ?? rawRuns.set(r.id, []).get(r.id))?.push(fig);
-        say(`  ${r.id.padEnd(22)} ${fig.rps.toFixed(0).padStart(7)} op/s   ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/op`);
+        say(
+          `  ${r.id.padEnd(26)} ${fig.rps.toFixed(0).padStart(7)} op/s   ${fig.cpuUsPerReq.toFixed(1).padStart(7)} µs/op${fig.dbCpuUsPerReq === undefined ? "" : ` (+PG ${fig.dbCpuUsPerReq.toFixed(1)})`}`,
+        );
       }
     }
 
@@ -298,11 +384,18 @@ async function main(): Promise<number> {
       if (rows !== ok) failures.set("rest-create", `${ok} CreateGroup calls answered OK but ${rows} rows were written`);
       else say(`rest-create: ${rows} rows written = ${ok} OK calls`);
     }
+    if (postgres && runnable.some((x) => x.s.id.startsWith("pg-rest-create"))) {
+      const rows = await countPostgresChildren(postgres.url, fixture.writesOrg);
+      let ok = 0;
+      for (const kind of POSTGRES_REPLICAS) ok += (await targetOf(kind).usage()).calls[`${CREATE_METHOD} OK`] ?? 0;
+      if (rows !== ok) failures.set("pg-rest-create", `${ok} CreateGroup calls answered OK on PostgreSQL but ${rows} rows were written`);
+      else say(`pg-rest-create (1 and 2 replicas): ${rows} rows written = ${ok} OK calls`);
+    }
 
     // 9. Results.
     const rssOf = async (t: Target) => (await t.usage()).maxRssKb / 1024;
     const rss = new Map<TargetKind, number>();
-    for (const kind of Object.keys(byKind) as TargetKind[]) rss.set(kind, await rssOf(byKind[kind]));
+    for (const [kind, t] of Object.entries(byKind) as [TargetKind, Target][]) rss.set(kind, await rssOf(t));
     const all: ScenarioResult[] = [];
     for (const s of scenarios) {
       const done = results.get(s.id);
@@ -324,14 +417,29 @@ async function main(): Promise<number> {
     if (flags.profile) {
       const dir = path.join(path.dirname(flags.out as string), "profiles");
       fs.mkdirSync(dir, { recursive: true });
-      const chosen = only ? runnable.filter((r) => only.includes(r.s.id) && (r.s.target === "trellis" || r.s.target === "peer")).map((r) => r.s.id) : [];
+      const chosen = only
+        ? runnable.filter((r) => only.includes(r.s.id) && r.s.target !== "bare-h1" && r.s.target !== "bare-h2" && !r.s.replicas).map((r) => r.s.id)
+        : [];
       const ids =
-        chosen.length > 0 ? chosen : ["rest-get", "grpc-get", "rest-list", "rest-list-depth-0", "rest-create", "grpc-peer-get", "grpc-peer-get-noauth"];
+        chosen.length > 0
+          ? chosen
+          : [
+              "rest-get",
+              "grpc-get",
+              "rest-list",
+              "rest-list-depth-0",
+              "rest-create",
+              "grpc-peer-get",
+              "grpc-peer-get-noauth",
+              "pg-rest-get",
+              "pg-rest-list-depth-2",
+              "pg-rest-create",
+            ];
       for (const id of ids) {
         const x = runnable.find((r) => r.s.id === id);
         if (!x) continue;
         const file = path.join(dir, `${id}.cpuprofile`);
-        const target = byKind[x.s.target];
+        const target = targetOf(x.s.target);
         await target.profileStart();
         await x.gen.run(target.url, x.s.request, options(SECONDS, x.s.request.proto));
         await target.profileStop(file);
@@ -347,15 +455,50 @@ async function main(): Promise<number> {
     say("÷bare = bare-runtime CPU/req ÷ this CPU/req (1.00 = as cheap as a bare server); ÷ref = the same against the named reference (rps: req/s ratio).");
     if (!quick) say(`\n${goalsText(goals)}`);
     fs.mkdirSync(path.dirname(flags.out as string), { recursive: true });
-    fs.writeFileSync(flags.out as string, `${JSON.stringify({ env, fixture, results: final, goals, profiles }, null, 2)}\n`);
+    const database = postgres && { version: postgres.version, server: postgres.describe, settings: postgres.settings, cpu: postgres.cpuNote };
+    fs.writeFileSync(flags.out as string, `${JSON.stringify({ env, database, fixture, results: final, goals, profiles }, null, 2)}\n`);
     say(`results: ${path.relative(process.cwd(), flags.out as string)}`);
     const bad = final.filter((r) => r.status === "failed");
     for (const r of bad) say(`FAILED ${r.id}: ${r.note}`);
     return bad.length > 0 ? 1 : 0;
   } finally {
     await Promise.allSettled(targets.map((t) => t.stop()));
+    await postgres?.close();
     fs.rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** Runs of several generators at once as one: counts and rates add up, latencies are the worst. */
+function combined(loads: readonly LoadResult[]): LoadResult {
+  if (loads.length === 1) return loads[0] as LoadResult;
+  const details = loads.map((l) => l.errorDetail).filter(Boolean);
+  return {
+    requests: loads.reduce((n, l) => n + l.requests, 0),
+    seconds: Math.max(...loads.map((l) => l.seconds)),
+    rps: loads.reduce((n, l) => n + l.rps, 0),
+    p50Ms: Math.max(...loads.map((l) => l.p50Ms)),
+    p99Ms: Math.max(...loads.map((l) => l.p99Ms)),
+    errors: loads.reduce((n, l) => n + l.errors, 0),
+    ...(details.length > 0 ? { errorDetail: details.join(" | ") } : {}),
+  };
+}
+
+/** Rows under `parent` in the bench's PostgreSQL database. */
+async function countPostgresChildren(url: string, parent: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query("SELECT count(*)::int AS n FROM groups WHERE parent_uid = $1", [parent]);
+    return rows[0].n as number;
+  } finally {
+    await client.end();
+  }
+}
+
+function callCount(u: Usage): number {
+  let n = 0;
+  for (const count of Object.values(u.calls)) n += count;
+  return n;
 }
 
 function notOk(u: Usage): number {

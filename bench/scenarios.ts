@@ -7,7 +7,10 @@ import { GetGroupRequestSchema, GroupsService } from "../gen/chainguard/platform
 import type { RequestSpec } from "./load/types.js";
 import type { RawTask } from "./targets/control.js";
 
-export type TargetKind = "trellis" | "peer" | "peer-noauth" | "bare-h1" | "bare-h2";
+export type TargetKind = "trellis" | "peer" | "peer-noauth" | "bare-h1" | "bare-h2" | "trellis-pg" | "trellis-pg-2";
+
+/** The two Trellis replicas on PostgreSQL (`--database`): one process each. */
+export const POSTGRES_REPLICAS: readonly TargetKind[] = ["trellis-pg", "trellis-pg-2"];
 
 export interface LoadScenario {
   readonly id: string;
@@ -18,6 +21,13 @@ export interface LoadScenario {
   readonly bare?: string;
   /** A second reference: the grpc-js peer or a raw storage ceiling (a scenario id). */
   readonly ref?: { readonly id: string; readonly metric: "cpu" | "rps" };
+  /** A third one (PostgreSQL scenarios: their SQLite twin or their raw node-postgres ceiling). */
+  readonly ref2?: { readonly id: string; readonly metric: "cpu" | "rps" };
+  /**
+   * The load goes to all these targets at once, split evenly (replicas behind a balancer); the
+   * server CPU is the sum of theirs. Default: `target` alone.
+   */
+  readonly replicas?: readonly TargetKind[];
   /** The sample response must contain these bytes (proves it is the real answer, not an error). */
   readonly mustContain?: string;
   /** Set when the scenario cannot run in this bench run, with the reason. */
@@ -231,5 +241,57 @@ export function rawScenarios(input: ScenarioInput): RawScenario[] {
     },
     { id: "raw-insert", title: "raw SQLite INSERT, autocommit, synchronous=FULL", task: { kind: "insert-full" } },
     { id: "raw-auth", title: "auth hooks alone, verified operator token (per call)", task: { kind: "auth-hooks" } },
+  ];
+}
+
+/**
+ * The same Trellis scenarios on PostgreSQL (`--database`), ids prefixed `pg-`: the GetGroup doors
+ * against their SQLite twin and the raw node-postgres read of the same row, the Lists against the
+ * raw node-postgres page (and their twin), CreateGroup against raw INSERTs and against itself on
+ * two replicas at once.
+ */
+export function postgresScenarios(sqlite: readonly LoadScenario[]): LoadScenario[] {
+  const twin = (s: LoadScenario, metric: "cpu" | "rps") => ({ id: s.id, metric });
+  const out: LoadScenario[] = [];
+  for (const s of sqlite) {
+    if (s.target !== "trellis") continue;
+    const pg = { ...s, id: `pg-${s.id}`, title: `PG ${s.title}`, target: "trellis-pg" as const };
+    if (s.id === "rest-create") {
+      out.push({ ...pg, ref: { id: "raw-pg-insert", metric: "rps" }, ref2: twin(s, "rps") });
+      out.push({ ...pg, id: "pg-rest-create-2", title: "PG REST CreateGroup, 2 replicas", replicas: POSTGRES_REPLICAS, ref: { id: pg.id, metric: "rps" } });
+    } else if (s.id === "rest-list") out.push({ ...pg, ref: { id: "raw-pg-list", metric: "cpu" }, ref2: twin(s, "cpu") });
+    else if (s.id.startsWith("rest-list-depth-")) out.push({ ...pg, ref: { id: "raw-pg-deep", metric: "cpu" }, ref2: twin(s, "cpu") });
+    else out.push({ ...pg, ref: twin(s, "cpu"), ref2: { id: "raw-pg-get", metric: "cpu" } });
+  }
+  return out;
+}
+
+/** The raw node-postgres ceilings of the PostgreSQL scenarios (the same rows as the SQLite ones). */
+export function rawPostgresScenarios(input: ScenarioInput): RawScenario[] {
+  return [
+    {
+      id: "raw-pg-get",
+      title: "raw node-postgres+JSON: the GetGroup row",
+      task: { kind: "pg-query-json", sql: "SELECT * FROM groups WHERE uid = $1", params: [input.getUid] },
+    },
+    {
+      id: "raw-pg-list",
+      title: "raw node-postgres+JSON: the rest-list page",
+      task: {
+        kind: "pg-query-json",
+        sql: `SELECT * FROM groups WHERE uid > $1 AND uid < $2 ORDER BY uid LIMIT ${PAGE_SIZE + 1}`,
+        params: [`${input.listOrg}/`, `${input.listOrg}0`],
+      },
+    },
+    {
+      id: "raw-pg-deep",
+      title: "raw node-postgres+JSON: a keyset page of the deep org",
+      task: {
+        kind: "pg-query-json",
+        sql: `SELECT * FROM groups WHERE parent_uid = $1 AND uid > $2 ORDER BY uid LIMIT ${PAGE_SIZE + 1}`,
+        params: [input.deepOrg, `${input.deepOrg}/8`],
+      },
+    },
+    { id: "raw-pg-insert", title: "raw node-postgres INSERT, autocommit, 10 clients", task: { kind: "pg-insert", connections: 10 } },
   ];
 }

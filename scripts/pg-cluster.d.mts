@@ -9,7 +9,7 @@ export interface RunningCluster {
 }
 export function findServerBinaries(env?: NodeJS.ProcessEnv): string | undefined;
 export function ensureServerBinaries(log?: (line: string) => void): string;
-export function startCluster(options?: { dir?: string; port?: number; log?: (line: string) => void }): Promise<RunningCluster>;
+export function startCluster(options?: { dir?: string; port?: number; log?: (line: string) => void; durable?: boolean }): Promise<RunningCluster>;
 export function stopCluster(dir: string): Promise<void>;
 export function pauseCluster(dir: string): Promise<void>;
 export function resumeCluster(dir: string): Promise<void>;

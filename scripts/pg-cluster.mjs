@@ -18,7 +18,8 @@
  * directory, for psql), never on a public interface, and requires the password of its only
  * role, `postgres`: a random one per cluster, carried in the printed URL. Durability is off
  * (fsync, synchronous_commit, full_page_writes): a test cluster is thrown away, never
- * recovered, and durability costs seconds on a shared 2-core machine.
+ * recovered, and durability costs seconds on a shared 2-core machine. The bench asks for it on
+ * (`durable: true`), since it compares writes with SQLite's synchronous=FULL.
  *
  * Also imported by test/support (globalSetup): `startCluster`, `stopCluster`, `findServerBinaries`;
  * and by the fault tests: `pauseCluster`, `resumeCluster` (a restart of the server, data kept).
@@ -148,9 +149,7 @@ export async function startCluster(options = {}) {
       `-p ${port}`,
       "-c listen_addresses=127.0.0.1",
       `-c unix_socket_directories=${dir}`,
-      "-c fsync=off",
-      "-c synchronous_commit=off",
-      "-c full_page_writes=off",
+      ...(options.durable ? [] : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
       "-c max_connections=200",
       "-c shared_buffers=32MB",
     ].join(" ");

@@ -11,7 +11,14 @@
 #   - sends SIGTERM and expects exit 0, restarts on the same data (with OpenTelemetry tracing
 #     on, exporting to a closed port) and finds it there, stops
 #     again, and expects no file left behind in TMPDIR (the embedded addon
-#     and migrations are written to private temporary files only while they are loaded).
+#     and migrations are written to private temporary files only while they are loaded);
+#   - when PostgreSQL's server binaries are on the machine (CI installs them; PG_BIN as in
+#     scripts/pg-cluster.mjs): starts a throwaway cluster before the bare environment is made
+#     (the cluster is not part of what is tested), then, inside it, moves the SQLite data just
+#     made into PostgreSQL with the binary's `db copy` (which migrates the empty database
+#     with the migrations the binary carries), serves from PostgreSQL, finds the copied groups
+#     over REST with a token minted from PostgreSQL, writes and reads over gRPC, and stops.
+#     SMOKE_POSTGRES=off skips this part; SMOKE_POSTGRES=on fails when it cannot run.
 # Usage: scripts/smoke-binary.sh [BINARY]   (default build/trellis). Last line: "smoke: ok ...".
 set -euo pipefail
 
@@ -19,6 +26,8 @@ if [ "${1:-}" = "--inside" ]; then
   # ---- the test itself, in the bare environment ----
   expected_version=$2
   cd "$3"
+  pg_url=${SMOKE_PG_URL:-}
+  unset SMOKE_PG_URL
   say() { printf 'smoke: %s\n' "$*"; }
   die() { printf 'smoke: FAILED: %s\n' "$*" >&2; [ -f serve.err ] && tail -n 20 serve.err >&2; exit 1; }
   # A failed check must not leave the server running behind the script.
@@ -33,11 +42,15 @@ if [ "${1:-}" = "--inside" ]; then
   [ "$version" = "$expected_version" ] || die "trellis --version printed '$version', expected '$expected_version'"
   say "trellis --version: $version"
 
-  # Sets server, url and ready_ms.
+  # Sets server, url and ready_ms. Arguments: where the data is (default --data ./data).
   start_server() {
     local started
     started=$(date +%s%N)
-    ./trellis serve --addr 127.0.0.1:0 --data ./data >serve.out 2>serve.err &
+    if [ $# -eq 0 ]; then set -- --data ./data; fi
+    # Made first: the loop below may read it before the background job has opened it, and a
+    # failed sed would end the script (set -e).
+    : >serve.out
+    ./trellis serve --addr 127.0.0.1:0 "$@" >serve.out 2>serve.err &
     server=$!
     url=
     for _ in $(seq 1 300); do
@@ -103,7 +116,30 @@ if [ "${1:-}" = "--inside" ]; then
   stop_server
   [ -z "$(ls -A "$TMPDIR")" ] || die "files left in TMPDIR: $(ls -A "$TMPDIR" | tr '\n' ' ')"
   say "SIGTERM: exit 0, nothing left in TMPDIR"
-  say "ok (ready in ${ready_ms} ms)"
+  sqlite_ready_ms=$ready_ms
+
+  if [ -z "$pg_url" ]; then
+    say "ok (ready in ${sqlite_ready_ms} ms; PostgreSQL part skipped: no cluster)"
+    exit 0
+  fi
+  # PostgreSQL, from the binary alone: db copy creates the schema from the embedded migrations.
+  copied=$(./trellis db copy --from ./data --to "$pg_url" 2>&1) || die "db copy failed: $copied"
+  case "$copied" in *"verified"*) ;; *) die "db copy did not report its verification: $copied" ;; esac
+  say "db copy: $(printf '%s' "$copied" | tail -n 1)"
+  start_server --database "$pg_url"
+  case "$(cat serve.err)" in *'"storage":"postgres"'*) ;; *) die "the start-up line does not say it serves from PostgreSQL" ;; esac
+  token=$(./trellis auth token --local --database "$pg_url") || die "auth token --local --database failed"
+  auth="Authorization: Bearer $token"
+  listed=$(curl -sS --fail-with-body "$url/iam/v2beta1/groups" -H "$auth") || die "REST list on PostgreSQL failed: $listed"
+  case "$listed" in *'"smoke rest"'*'"smoke grpc"'* | *'"smoke grpc"'*'"smoke rest"'*) ;; *) die "on PostgreSQL the list lacks the copied groups: $listed" ;; esac
+  out=$(cli --protocol grpc iam groups create "smoke postgres") || die "gRPC create on PostgreSQL failed: $out"
+  out=$(cli --protocol grpc iam groups list) || die "gRPC list on PostgreSQL failed: $out"
+  case "$out" in *'"smoke postgres"'*) ;; *) die "gRPC list on PostgreSQL lacks the new group: $out" ;; esac
+  say "PostgreSQL: serve ready in ${ready_ms} ms, the copied groups listed over REST, a group written and read over gRPC"
+  stop_server
+  [ -z "$(ls -A "$TMPDIR")" ] || die "files left in TMPDIR: $(ls -A "$TMPDIR" | tr '\n' ' ')"
+  say "SIGTERM: exit 0, nothing left in TMPDIR"
+  say "ok (ready in ${sqlite_ready_ms} ms on SQLite, ${ready_ms} ms on PostgreSQL)"
   exit 0
 fi
 
@@ -113,8 +149,30 @@ binary=${1:-build/trellis}
 [ -x "$binary" ] || { echo "smoke: no executable $binary; run npm run package first" >&2; exit 1; }
 expected_version=$(sed -n 's/^  "version": "\([^"]*\)",$/\1/p' package.json)
 work=$(mktemp -d "${TMPDIR:-/tmp}/smoke-binary.XXXXXX")
-cleanup() { rm -rf "$work"; }
+pg_dir=
+cleanup() {
+  if [ -n "$pg_dir" ]; then node scripts/pg-cluster.mjs stop "$pg_dir" || true; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
+# A throwaway PostgreSQL for the binary to serve from, when its server binaries are here.
+pg_url=
+case "${SMOKE_POSTGRES:-auto}" in
+  off) ;;
+  auto | on)
+    if node -e 'import("./scripts/pg-cluster.mjs").then((m) => process.exit(m.findServerBinaries() ? 0 : 1))'; then
+      pg_url=$(node scripts/pg-cluster.mjs start 2>"$work/pg-cluster.err") || { cat "$work/pg-cluster.err" >&2; exit 1; }
+      pg_dir=$(sed -n 's/.*stop with: node scripts\/pg-cluster.mjs stop \(.*\)$/\1/p' "$work/pg-cluster.err")
+      [ -n "$pg_dir" ] || { echo "smoke: could not read the cluster's directory from: $(cat "$work/pg-cluster.err")" >&2; exit 1; }
+    elif [ "${SMOKE_POSTGRES:-auto}" = on ]; then
+      echo "smoke: SMOKE_POSTGRES=on but PostgreSQL's server binaries are not installed (apt-get install postgresql, or PG_BIN)" >&2
+      exit 1
+    else
+      echo "smoke: PostgreSQL's server binaries are not installed: the PostgreSQL part is skipped" >&2
+    fi
+    ;;
+  *) echo "smoke: SMOKE_POSTGRES must be auto, on or off" >&2; exit 2 ;;
+esac
 mkdir "$work/run" "$work/tools" "$work/tmp" "$work/home"
 cp "$binary" "$work/run/trellis"
 for tool in bash cat curl date kill ls sed seq sleep tail tr; do
@@ -122,5 +180,6 @@ for tool in bash cat curl date kill ls sed seq sleep tail tr; do
   ln -s "$found" "$work/tools/$tool"
 done
 status=0
-env -i PATH="$work/tools" HOME="$work/home" TMPDIR="$work/tmp" bash "$PWD/scripts/smoke-binary.sh" --inside "$expected_version" "$work/run" || status=$?
+# The cluster's URL (with its password) goes in the environment, not on a command line.
+env -i PATH="$work/tools" HOME="$work/home" TMPDIR="$work/tmp" SMOKE_PG_URL="$pg_url" bash "$PWD/scripts/smoke-binary.sh" --inside "$expected_version" "$work/run" || status=$?
 exit "$status"

@@ -28,7 +28,11 @@ export type RawTask =
   | { readonly kind: "query-json"; readonly sql: string; readonly params: readonly (string | number)[] }
   | { readonly kind: "insert-full" }
   /** The two auth hooks for one GetGroup call with an already-verified operator token. */
-  | { readonly kind: "auth-hooks" };
+  | { readonly kind: "auth-hooks" }
+  /** PostgreSQL (raw-pg.ts): one prepared query through node-postgres, its rows to JSON. */
+  | { readonly kind: "pg-query-json"; readonly sql: string; readonly params: readonly (string | number)[] }
+  /** PostgreSQL: single-row autocommit INSERTs into a copy of the groups table, from `connections` clients at once. */
+  | { readonly kind: "pg-insert"; readonly connections: number };
 
 export interface RawResult {
   readonly ops: number;

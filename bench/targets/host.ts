@@ -7,7 +7,9 @@
  *   peer     a plain @grpc/grpc-js server calling the same service implementations (with
  *            Trellis's auth hooks and issuer); peer-noauth: the same without the hooks
  *   bare-h1  node:http returning a fixed body; bare-h2: node:http2 (compat API), same body
- *   raw      no server: in-process better-sqlite3 ceilings on request
+ *   raw      no server: in-process better-sqlite3 ceilings on request (and node-postgres
+ *            ones, raw-pg.ts, given a databaseUrl)
+ * A trellis target given a databaseUrl serves from PostgreSQL: one replica per process.
  */
 import fs from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -27,6 +29,10 @@ export interface HostConfig {
   readonly issuerUrl?: string;
   /** raw: where the insert ceiling may create its scratch database. */
   readonly scratchDir?: string;
+  /** trellis: serve from this PostgreSQL database instead of dataDir; raw: the pg-* tasks' database. */
+  readonly databaseUrl?: string;
+  /** trellis: the issuer URL (PostgreSQL replicas take the SQLite server's, so one token serves all). */
+  readonly serverIssuerUrl?: string;
 }
 
 const [kind, json = "{}"] = process.argv.slice(2);
@@ -84,7 +90,15 @@ async function start(): Promise<string> {
   switch (kind) {
     case "trellis": {
       const app = await startApp(
-        { host: "127.0.0.1", port: 0, dataDir: required(config.dataDir), errorDomain: DEFAULT_ERROR_DOMAIN, logLevel: "info" },
+        {
+          host: "127.0.0.1",
+          port: 0,
+          dataDir: required(config.dataDir),
+          databaseUrl: config.databaseUrl,
+          issuerUrl: config.serverIssuerUrl,
+          errorDomain: DEFAULT_ERROR_DOMAIN,
+          logLevel: "info",
+        },
         // TRELLIS_BENCH_FAST_UNARY=0 measures the same build with every RPC through connect-node.
         { log: log(), fastUnary: process.env.TRELLIS_BENCH_FAST_UNARY !== "0" },
       );

@@ -21,6 +21,7 @@ import { loadSigningKeys } from "../../src/auth/signing-keys.js";
 import { createTokenIssuer } from "../../src/auth/tokens.js";
 import type { RawResult, RawTask } from "./control.js";
 import type { HostConfig } from "./host.js";
+import { pgInsert, pgQueryJson } from "./raw-pg.js";
 
 export async function runRaw(task: RawTask, seconds: number, config: HostConfig): Promise<RawResult> {
   switch (task.kind) {
@@ -30,6 +31,10 @@ export async function runRaw(task: RawTask, seconds: number, config: HostConfig)
       return insertFull(seconds, config);
     case "auth-hooks":
       return authHooks(seconds, config);
+    case "pg-query-json":
+      return pgQueryJson(task.sql, task.params, seconds, required(config.databaseUrl));
+    case "pg-insert":
+      return pgInsert(task.connections, seconds, required(config.databaseUrl));
   }
 }
 

@@ -7,9 +7,8 @@
  */
 import type { MigrationConfig } from "drizzle-orm/migrator";
 import { migrate as migrateFromFolder } from "drizzle-orm/better-sqlite3/migrator";
-import { MIGRATIONS_ASSET, assetBytes, withExtractedFiles } from "./assets.js";
+import { MIGRATIONS_ASSET, migrationFiles, withExtractedFiles } from "./assets.js";
 
 export function migrate(db: Parameters<typeof migrateFromFolder>[0], config: MigrationConfig): void {
-  const files = JSON.parse(new TextDecoder().decode(assetBytes(MIGRATIONS_ASSET))) as Record<string, string>;
-  withExtractedFiles(files, (dir) => migrateFromFolder(db, { ...config, migrationsFolder: dir }));
+  withExtractedFiles(migrationFiles(MIGRATIONS_ASSET), (dir) => migrateFromFolder(db, { ...config, migrationsFolder: dir }));
 }

@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "../support/app.js";
-import { parseShellBlocks, type ShellBlock, toScript } from "./shell-blocks.js";
+import { PREAMBLE, parseShellBlocks, type ShellBlock, toScript } from "./shell-blocks.js";
 
 const ROOT = path.resolve(".");
 const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md"];
@@ -128,17 +128,6 @@ async function runScript(script: string, cwd: string, env: NodeJS.ProcessEnv): P
     });
   });
 }
-
-const PREAMBLE = `set -euo pipefail
-# npx trellis / npx buf: this checkout's, as npx finds them in a checkout.
-npx() {
-  case "\${1-}" in
-    trellis) shift; node "$DOCS_ROOT/bin/trellis.mjs" "$@" ;;
-    buf) shift; "$DOCS_ROOT/node_modules/.bin/buf" "$@" ;;
-    *) echo "docs-test: npx $1 is not available here" >&2; return 127 ;;
-  esac
-}
-`;
 
 for (const doc of DOCS) {
   const parsed = parseShellBlocks(fs.readFileSync(path.join(ROOT, doc), "utf8"));

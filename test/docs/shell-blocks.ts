@@ -29,6 +29,27 @@ export interface ParsedDoc {
   readonly problems: readonly string[];
 }
 
+/**
+ * What the docs runners put before a block: bash's strict mode, and `npx trellis` / `npx buf`
+ * as npx finds them in a checkout (this checkout's program through tsx, and its buf; the runner
+ * passes the checkout as DOCS_ROOT). In a subshell (a `&` job, a command substitution) the
+ * program replaces the subshell, as a real npx's child answers the signals sent to its job:
+ * `kill $(jobs -p)` then stops the server itself, not only the shell around it.
+ */
+export const PREAMBLE = `set -euo pipefail
+npx() {
+  case "\${1-}" in
+    trellis)
+      shift
+      if [ "$BASHPID" != "$$" ]; then exec node "$DOCS_ROOT/bin/trellis.mjs" "$@"; fi
+      node "$DOCS_ROOT/bin/trellis.mjs" "$@"
+      ;;
+    buf) shift; "$DOCS_ROOT/node_modules/.bin/buf" "$@" ;;
+    *) echo "docs-test: npx $1 is not available here" >&2; return 127 ;;
+  esac
+}
+`;
+
 const SHELL_LANGS = new Set(["sh", "bash", "shell", "console", "zsh"]);
 const MARKER = /^<!--\s*docs-test:(.*?)-->\s*$/;
 

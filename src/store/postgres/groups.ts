@@ -23,7 +23,7 @@
  *
  * Group names are not unique under a parent (on SQLite neither): only repos have that rule.
  */
-import { and, asc, count, eq, isNull, or, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, isNull, or, type SQL, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { failedPrecondition, notFound, permissionDenied } from "../../errors/api-error.js";
 import { builtInRoleUid } from "../builtin-roles.js";
@@ -72,9 +72,20 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
     ]);
   };
 
+  /**
+   * GetGroup's read, the hottest query: built once, and a named statement, so neither drizzle
+   * (building the SQL) nor PostgreSQL (parsing and planning it, once per connection) repeats
+   * that work per call (docs/performance.md, "On PostgreSQL").
+   */
+  const getByUid = db
+    .select()
+    .from(groups)
+    .where(eq(groups.uid, sql.placeholder("uid")))
+    .prepare("trellis_groups_get");
+
   return {
     async get(uid) {
-      const [row] = await db.select().from(groups).where(eq(groups.uid, uid));
+      const [row] = await getByUid.execute({ uid });
       return row;
     },
 

@@ -8,7 +8,7 @@ import { checkGoals, goalsText } from "../../../bench/goals.js";
 import type { ScenarioResult } from "../../../bench/report.js";
 
 const run = { rps: 1, p50Ms: 1, p99Ms: 1, errors: 0, cpuUsPerReq: 1, serverCores: 1 };
-function result(id: string, cpu: [number, number, number], rps?: number): ScenarioResult {
+function result(id: string, cpu: [number, number, number], rps?: number, dbCpu?: number): ScenarioResult {
   const [median, min, max] = cpu;
   return {
     id,
@@ -18,6 +18,7 @@ function result(id: string, cpu: [number, number, number], rps?: number): Scenar
     runs: [run as never],
     cpuUsPerReq: { median, min, max },
     ...(rps === undefined ? {} : { rps: { median: rps, min: rps, max: rps } }),
+    ...(dbCpu === undefined ? {} : { dbCpuUsPerReq: { median: dbCpu, min: dbCpu, max: dbCpu } }),
   };
 }
 
@@ -48,5 +49,27 @@ describe("bench goals", () => {
     expect(e2e).toMatchObject({ measured: 55, holds: undefined });
     expect(goalsText(goals)).toContain("~     Token verification adds ≤ 15 µs per call (end to end");
     expect(goalsText(goals)).toContain("(within the two peers' run-to-run spread; see raw-auth)");
+  });
+
+  it("has no PostgreSQL lines without PostgreSQL scenarios, and computes them from the same run when there are", () => {
+    expect(checkGoals(base).some((g) => g.goal.startsWith("PostgreSQL"))).toBe(false);
+    const goals = checkGoals([
+      ...base,
+      result("pg-rest-get", [70, 70, 70], undefined, 30),
+      result("pg-rest-list-depth-0", [400, 400, 400], undefined, 200),
+      result("pg-rest-list-depth-2", [500, 500, 500], undefined, 400),
+      result("pg-rest-create", [300, 300, 300], 1_000),
+      result("pg-rest-create-2", [300, 300, 300], 900),
+    ]);
+    const by = (prefix: string) => goals.find((g) => g.goal.startsWith(prefix));
+    // Trellis's own CPU against SQLite's (70 / 50), PostgreSQL's own beside it ((70 + 30) / 50).
+    expect(by("PostgreSQL: REST GetGroup")).toMatchObject({
+      measured: 1.4,
+      holds: true,
+      note: "PostgreSQL's own processes: 30 µs more per request; with them 2.00×",
+    });
+    // Depth counts the whole server: (500 + 400) / (400 + 200).
+    expect(by("PostgreSQL: List at row 100,000")).toMatchObject({ measured: 1.5, holds: true });
+    expect(by("PostgreSQL: CreateGroup")).toMatchObject({ measured: 0.9, holds: false, note: "900/s against 1,000/s" });
   });
 });
