@@ -4,7 +4,9 @@
  * full pool comes out as the engine-neutral
  * StorageError that the error module maps to UNAVAILABLE, with the health readings following.
  */
+import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { MIGRATION_LOCK_KEY } from "../../src/store/postgres/connection.js";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { openPostgresEngine, type PostgresEngine, postgresPoolOf } from "../../src/store/postgres/engine.js";
@@ -115,6 +117,51 @@ describePostgres("the PostgreSQL engine", () => {
     await engine.health.probe();
     expect(engine.health.writable()).toBe(true);
     expect(await engine.repositories.groups.get("a".repeat(40))).toBeUndefined();
+  });
+
+  it("fails a write on a row another transaction holds past the lock timeout with StorageError busy, and migrates behind a longer-held migration lock", async () => {
+    const org = await engine.repositories.groups.create({ parentUid: null, name: "held", description: "", verified: false, kind: 0 }, NOW);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT uid FROM groups WHERE uid = $1 FOR UPDATE", [org.uid]);
+      const held = await openPostgresEngine(url, { poolSize: 1, lockTimeoutMs: 200 });
+      try {
+        const err = await held.repositories.groups.update(org.uid, { description: "changed" }, NOW + 1).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(storageFailureOf(err)).toBe("busy");
+      } finally {
+        await held.close();
+      }
+      await holder.query("ROLLBACK");
+
+      // Start-up waits for another replica's migration however long it takes: the lock
+      // timeout is for writers stuck behind rows, not for that.
+      await holder.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY.toString()]);
+      const starting = openPostgresEngine(url, { poolSize: 1, lockTimeoutMs: 100 });
+      // Once it waits for the lock, hold it for three of its lock timeouts (PostgreSQL's own
+      // clock: the timeout is the server's, no test clock reaches it).
+      for (;;) {
+        const waiting = await holder.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+        if (waiting.rows[0].n > 0) break;
+      }
+      await holder.query("SELECT pg_sleep(0.3)");
+      await holder.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY.toString()]);
+      const started = await starting;
+      try {
+        expect((await started.repositories.groups.get(org.uid))?.description).toBe("");
+        // The pooled connection that migrated has the session's lock timeout again.
+        const { rows } = await postgresPoolOf(started).query("SHOW lock_timeout");
+        expect(rows[0].lock_timeout).toBe("100ms");
+      } finally {
+        await started.close();
+      }
+    } finally {
+      await holder.end();
+    }
   });
 
   it("keeps the API's own errors as they are", async () => {

@@ -49,6 +49,12 @@ export interface PostgresOptions {
    * give an error, not a hang.
    */
   readonly acquireTimeoutMs?: number;
+  /**
+   * How long a statement waits for a row (or advisory) lock another transaction holds before it
+   * fails with kind "lock_timeout" (default 5000 ms): a replica stopped mid-transaction, or a
+   * tool holding a row, makes the writers that need the row fail "busy" rather than hang.
+   */
+  readonly lockTimeoutMs?: number;
   /** Called with errors of idle connections (a restarted server, say), which no query awaits. */
   readonly onIdleError?: (err: Error) => void;
   /**
@@ -68,6 +74,14 @@ export interface OpenedPostgres {
 
 export const DEFAULT_POOL_SIZE = 10;
 export const DEFAULT_ACQUIRE_TIMEOUT_MS = 5000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+/**
+ * A transaction of ours is never idle for long: its statements follow each other at once. One
+ * idle this long belongs to a process that stopped (frozen, or cut off from the database
+ * without the connection closing), and PostgreSQL ends it so its row locks stop holding up
+ * every replica.
+ */
+const IDLE_IN_TRANSACTION_MS = 30_000;
 
 /** A pool for `options` without migrating: for tools that only read, and for tests. */
 export function createPool(options: PostgresOptions): pg.Pool {
@@ -75,7 +89,16 @@ export function createPool(options: PostgresOptions): pg.Pool {
   if (!Number.isInteger(poolSize) || poolSize < 1) throw new Error(`pool size must be a positive integer, got ${poolSize}`);
   const acquireTimeoutMs = options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS;
   if (!(acquireTimeoutMs > 0)) throw new Error(`the pool's acquire timeout must be positive, got ${acquireTimeoutMs}`);
-  const pool = new pg.Pool({ connectionString: options.url, max: poolSize, connectionTimeoutMillis: acquireTimeoutMs });
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  if (!(lockTimeoutMs > 0)) throw new Error(`the lock timeout must be positive, got ${lockTimeoutMs}`);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: poolSize,
+    connectionTimeoutMillis: acquireTimeoutMs,
+    // Session settings sent at connect time, so every statement of every connection has them.
+    lock_timeout: lockTimeoutMs,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+  });
   // An idle connection the server closes (a restart, an administrator's pg_terminate_backend)
   // is reported as an 'error' event with no query to fail; unhandled, it would end the process.
   // The pool drops that connection and opens a new one on the next query.
@@ -115,6 +138,9 @@ export async function migratePostgres(pool: pg.Pool, options: { refuseEmptyAt?: 
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
+    // Waiting for another replica's migration is not a stuck writer: no lock timeout here (the
+    // session's own value comes back with RESET before the connection returns to the pool).
+    await client.query("SET lock_timeout = 0");
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY.toString()]);
     try {
       const before = await appliedMigrations(client);
@@ -126,6 +152,7 @@ export async function migratePostgres(pool: pg.Pool, options: { refuseEmptyAt?: 
       return (await appliedMigrations(client)).count - before.count;
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY.toString()]);
+      await client.query("RESET lock_timeout");
     }
   } catch (err) {
     broken = err as Error;

@@ -9,7 +9,7 @@
  * StorageError (src/store/storage-error.ts), so the error module maps it once, as for SQLite:
  *   unavailable (connection lost, server shutting down)  → "unavailable"
  *   exhausted (pool acquire timeout, too many clients)    → "busy"
- *   lock_timeout (the importer's bounded lock wait)       → "busy"
+ *   lock_timeout (a row lock held past the bounded wait)  → "busy"
  *   conflict (serialization failure or deadlock left
  *             after writeTransaction's retries)           → "conflict" (ABORTED for the caller)
  *   unique / foreign_key                                  → "unique" / "foreign-key"

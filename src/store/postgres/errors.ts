@@ -12,9 +12,9 @@
  *                  a connection that ended mid-query
  *   exhausted      53300 too_many_connections, the pool's acquire    the database or the pool is full (UNAVAILABLE,
  *                  timeout                                           never a hang)
- *   lock_timeout   55P03 lock_not_available (a lock wait past the    another writer holds what this one needs (the
- *                  transaction's lock_timeout; only the importer     importer stops "busy" instead of waiting on)
- *                  sets one)
+ *   lock_timeout   55P03 lock_not_available (a lock wait past the    another writer holds what this one needs ("busy":
+ *                  session's lock_timeout, or the importer's         UNAVAILABLE for a call, the importer stops)
+ *                  shorter one)
  *   unstorable_text 22021 character_not_in_repertoire (a NUL in a    the client's text (INVALID_ARGUMENT); the NUL
  *                  text value), 22P05 untranslatable_character      rule and the filters keep it away, this is the backstop
  *
