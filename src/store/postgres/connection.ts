@@ -51,7 +51,9 @@ export interface PostgresOptions {
   readonly acquireTimeoutMs?: number;
   /**
    * How long a statement waits for a row (or advisory) lock another transaction holds before it
-   * fails with kind "lock_timeout" (default 5000 ms): a replica stopped mid-transaction, or a
+   * fails with kind "lock_timeout" (default 15 000 ms: well past any lock our own transactions
+   * hold, which is milliseconds, and past the pool's acquire timeout, so a call held inside the
+   * database still shows as a full pool to the others): a replica stopped mid-transaction, or a
    * tool holding a row, makes the writers that need the row fail "busy" rather than hang.
    */
   readonly lockTimeoutMs?: number;
@@ -74,7 +76,7 @@ export interface OpenedPostgres {
 
 export const DEFAULT_POOL_SIZE = 10;
 export const DEFAULT_ACQUIRE_TIMEOUT_MS = 5000;
-export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 15_000;
 /**
  * A transaction of ours is never idle for long: its statements follow each other at once. One
  * idle this long belongs to a process that stopped (frozen, or cut off from the database
