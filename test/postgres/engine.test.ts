@@ -28,8 +28,8 @@ describePostgres("the PostgreSQL engine", () => {
     engine.startServing(1000);
   });
   afterAll(async () => {
-    await engine?.closeAndWait();
-    await other?.closeAndWait();
+    await engine?.close();
+    await other?.close();
   });
 
   it("names itself without the password", () => {

@@ -58,8 +58,8 @@ describePostgres("IAM records with two replicas on one PostgreSQL", () => {
     org = (await a.groups.create({ parentUid: null, name: "org", description: "", verified: true, kind: 0 }, NOW, founder)).uid;
   });
   afterAll(async () => {
-    await engineA?.closeAndWait();
-    await engineB?.closeAndWait();
+    await engineA?.close();
+    await engineB?.close();
   });
 
   it("redeems a single-use invite once however many replicas race for it, and a multi-use one into one binding per identity", async () => {

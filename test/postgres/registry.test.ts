@@ -170,8 +170,8 @@ describePostgres("the registry on PostgreSQL", () => {
     [a, b] = await Promise.all([openPostgresEngine(url, { poolSize: 6, importLockTimeoutMs: 300 }), openPostgresEngine(url, { poolSize: 6 })]);
   });
   afterAll(async () => {
-    await a?.closeAndWait();
-    await b?.closeAndWait();
+    await a?.close();
+    await b?.close();
     lite?.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });

@@ -58,7 +58,7 @@ const postgres: EngineUnderTest = {
     return {
       engine,
       async close() {
-        await engine.closeAndWait();
+        await engine.close();
         await dropPostgresDatabase(name);
       },
     };

@@ -96,8 +96,6 @@ export interface PostgresEngineOptions extends Omit<PostgresOptions, "url"> {
 
 export interface PostgresEngine extends StoreEngine {
   readonly serverValues: PostgresServerValues;
-  /** Like close(), and resolves once every connection has ended. */
-  closeAndWait(): Promise<void>;
 }
 
 const pools = new WeakMap<StoreEngine, pg.Pool>();
@@ -184,7 +182,8 @@ export async function openPostgresEngine(url: string, options: PostgresEngineOpt
   };
 
   let closing: Promise<void> | undefined;
-  const closeAndWait = () => {
+  // Closing twice (a failed start, then the caller's own close) ends the pool once.
+  const close = () => {
     closing ??= (async () => {
       await serverValues.close();
       await opened.close();
@@ -227,8 +226,7 @@ export async function openPostgresEngine(url: string, options: PostgresEngineOpt
     // A write waits for the rows it locks, not for a database-wide lock, and a connection for
     // at most the pool's acquire timeout: there is no start-up mode to leave.
     startServing() {},
-    close: closeAndWait,
-    closeAndWait,
+    close,
   };
   pools.set(engine, pool);
   return engine;
