@@ -15,7 +15,7 @@
  * BEGIN IMMEDIATE transaction (two processes starting at once agree on one key).
  * The `kid` is the RFC 7638 JWK thumbprint of the public key.
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from "node:crypto";
+import { createECDH, createHash, createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from "node:crypto";
 import type { ServerValues } from "../store/engine.js";
 import { CLOCK_TOLERANCE_S, MAX_API_TOKEN_TTL_S } from "./token-lifetime.js";
 
@@ -63,9 +63,33 @@ function serialize(keys: readonly StoredKey[]): Buffer {
   return Buffer.from(JSON.stringify({ keys }), "utf8");
 }
 
+/** P-256's field and scalar size in bytes. */
+const P256_BYTES = 32;
+
+/**
+ * A new P-256 key pair as a JWK, built from the raw numbers OpenSSL's EC key generation gives.
+ * Not generateKeyPairSync + export: on Node 20 exporting the key that a key-generation job
+ * made can deadlock the process, when a garbage collection during the export destroys that
+ * job, which waits for the key's lock the export holds (seen in CI: every thread parked, the
+ * main one in ~KeyGenJob under ExportJWK). ECDH's generator involves neither.
+ */
 function generate(now: number): StoredKey {
-  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const privateJwk = privateKey.export({ format: "jwk" });
+  const ecdh = createECDH("prime256v1");
+  ecdh.generateKeys();
+  // Uncompressed point: 0x04, then x and y, each 32 bytes.
+  const point = ecdh.getPublicKey();
+  // The private scalar may come back shorter than 32 bytes (leading zeros); a JWK's d may not.
+  const scalar = ecdh.getPrivateKey();
+  const d = Buffer.concat([Buffer.alloc(P256_BYTES - scalar.length), scalar]);
+  const privateJwk: JsonWebKey = {
+    kty: "EC",
+    crv: "P-256",
+    x: point.subarray(1, 1 + P256_BYTES).toString("base64url"),
+    y: point.subarray(1 + P256_BYTES).toString("base64url"),
+    d: d.toString("base64url"),
+  };
+  // Refuses a malformed key at once, rather than at the first signature.
+  createPrivateKey({ key: privateJwk, format: "jwk" });
   return { kid: thumbprint(privateJwk), privateJwk, createTime: now };
 }
 
