@@ -22,6 +22,7 @@ const POSTGRES_MATRIX = [
   "test/rest/**/*.test.ts",
   "test/auth/**/*.test.ts",
   "test/cli/**/*.test.ts",
+  "test/observe/observability.test.ts",
   "test/observe/tracing.test.ts",
 ];
 

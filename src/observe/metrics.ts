@@ -156,7 +156,11 @@ export function createMetrics(storage: StoreHealth): Metrics {
         this.inc(read());
       },
     });
-  mirrored("trellis_db_transactions_total", "Write transactions committed or failed (group commit batches).", () => storage.stats().transactions);
+  mirrored(
+    "trellis_db_transactions_total",
+    "Write transactions committed or failed (SQLite: group commit batches; PostgreSQL: each attempt, retries included).",
+    () => storage.stats().transactions,
+  );
   mirrored(
     "trellis_db_transaction_seconds_total",
     "Time spent inside write transactions, BEGIN to COMMIT; divide by trellis_db_transactions_total for the mean.",
@@ -164,21 +168,22 @@ export function createMetrics(storage: StoreHealth): Metrics {
   );
   mirrored(
     "trellis_db_busy_retries_total",
-    "Times a write batch found the write lock taken by another connection and was retried later.",
+    "Writes started over because of another writer: SQLite, a batch that found the write lock taken; PostgreSQL, a transaction aborted as a deadlock victim or serialization failure.",
     () => storage.stats().busyRetries,
   );
   mirrored(
     "trellis_db_busy_timeouts_total",
-    "Writes that failed because the write lock stayed taken past the bound (UNAVAILABLE STORAGE_BUSY).",
+    "Calls failed UNAVAILABLE STORAGE_BUSY after waiting past the bound: SQLite, for the write lock; PostgreSQL, for a row lock (lock_timeout) or a pool connection.",
     () => storage.stats().busyTimeouts,
   );
   mirrored("trellis_log_lines_dropped_total", "Log lines thrown away because the log destination failed or fell behind.", () => logStats.droppedLines);
   new Gauge({
     name: "trellis_db_size_bytes",
-    help: "Size of the main database file (pages times page size; the WAL not included).",
+    help: "Size of the stored data: SQLite's main database file (pages times page size, the WAL not included); PostgreSQL's pg_database_size (tables, indexes, TOAST; not the WAL).",
     registers: [registry],
-    collect() {
-      const bytes = storage.sizeBytes();
+    // Asynchronous, as prom-client allows: on PostgreSQL the size is a query, made only here.
+    async collect() {
+      const bytes = await storage.sizeBytes();
       if (bytes !== undefined) this.set(bytes);
     },
   });

@@ -103,8 +103,11 @@ export interface StoreHealth {
   msSinceLastOutcome(): number;
   /** A write that changes nothing, through the normal write path, so `writable` stays current. */
   probe(): Promise<void>;
-  /** Size of the stored data in bytes, when the engine can tell cheaply. */
-  sizeBytes(): number | undefined;
+  /**
+   * Size of the stored data in bytes, or undefined when the engine cannot tell now. Read when
+   * metrics are scraped, never on a call's path: PostgreSQL asks the database (bounded wait).
+   */
+  sizeBytes(): Promise<number | undefined>;
   readonly stats: () => StorageStats;
 }
 

@@ -3,7 +3,9 @@
  * database and the drain; every answer on every door carries a request id; the per-call log
  * line names the caller, the peer, the request id and the W3C trace id (never the token);
  * start-up and shutdown each write one line; /metrics counts calls by service, method,
- * protocol and code, on the API port or on its own listener.
+ * protocol and code, on the API port or on its own listener, and the storage's own figures
+ * (write transactions, their time, the database's size) on either engine: the on-postgres
+ * project runs this file again on PostgreSQL (vitest.config.ts).
  */
 import { Writable } from "node:stream";
 import { createClient } from "@connectrpc/connect";
@@ -13,9 +15,12 @@ import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import type { Db } from "../../src/store/sqlite/db.js";
 import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
+import { redactDatabaseUrl } from "../../src/store/target.js";
 import { trellisVersion } from "../../src/version.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { rawRequest } from "../support/doors.js";
+import { TEST_ENGINE } from "../support/postgres.js";
+import { storeOfTestApp } from "../support/store-target.js";
 import { rest } from "../support/rest.js";
 import { closeGrpcClients, createGrpcJsTransport, rpcTransports } from "../support/transports.js";
 
@@ -74,7 +79,8 @@ describe("probes", () => {
     }
   });
 
-  it("/readyz fails while the database cannot be written (a full disk) and recovers; /healthz stays live", async () => {
+  // A full SQLite file; PostgreSQL's unwritable database (a restart) is test/postgres/faults.test.ts.
+  it.skipIf(TEST_ENGINE === "postgres")("/readyz fails while the database cannot be written (a full disk) and recovers; /healthz stays live", async () => {
     let db: Db | undefined;
     const t = await startTestApp(
       {},
@@ -242,7 +248,7 @@ describe("start-up and shutdown lines", () => {
     expect(started[0]).toMatchObject({
       version: trellisVersion(),
       listen: t.url,
-      data: t.dbFile,
+      data: TEST_ENGINE === "postgres" ? redactDatabaseUrl(storeOfTestApp(t.dataDir).databaseUrl as string) : t.dbFile,
       issuer: t.url,
       trustedIdps: [],
       tls: false,
@@ -306,6 +312,29 @@ describe("/metrics", () => {
       expect(after).not.toContain(uid);
       expect(after).not.toContain(subjectOf(t.token));
       expect(after).not.toContain("/no/such/thing");
+    } finally {
+      await t.close();
+    }
+  });
+
+  it(`keeps the write path's counters and the database's size (${TEST_ENGINE})`, async () => {
+    const t = await startTestApp();
+    try {
+      const scrape = async () => (await get(t.url, "/metrics")).body;
+      const before = await scrape();
+      for (let i = 0; i < 3; i++) await createGroup(t, `written ${i}`);
+      const after = await scrape();
+      const moved = (name: string) => sample(after, name) - sample(before, name);
+      // Each create is one write transaction of its own (awaited one after the other); the
+      // server may write more (a caller's first call), never fewer.
+      expect(moved("trellis_db_transactions_total")).toBeGreaterThanOrEqual(3);
+      expect(moved("trellis_db_transaction_seconds_total")).toBeGreaterThan(0);
+      // Nothing waited or started over: the counters are there, and still.
+      expect(after).toMatch(/^trellis_db_busy_retries_total 0$/m);
+      expect(after).toMatch(/^trellis_db_busy_timeouts_total 0$/m);
+      // The database holds at least the three groups' rows (a real size, not a placeholder).
+      expect(sample(after, "trellis_db_size_bytes")).toBeGreaterThan(8192);
+      expect(after).toMatch(/^# HELP trellis_db_size_bytes .*PostgreSQL/m);
     } finally {
       await t.close();
     }

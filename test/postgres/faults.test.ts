@@ -6,7 +6,8 @@
  *   "not ready", and both recover when the database is back, with no restart of Trellis;
  * - a replica killed with SIGKILL in the middle of a batch write leaves none of the batch;
  * - a full pool (`--db-pool-size 1`, its one connection held inside the database by a lock)
- *   answers UNAVAILABLE after the acquire timeout, never hangs, and serves again afterwards.
+ *   answers UNAVAILABLE after the acquire timeout, never hangs, and serves again afterwards;
+ *   /metrics still answers at once meanwhile, counting those calls as busy timeouts.
  * Waits are for readiness only (a process up, a database back, a backend waiting on a lock),
  * never a guess of how long something takes.
  */
@@ -243,6 +244,13 @@ describePostgres("faults on PostgreSQL", { timeout: 60_000 }, () => {
             expect(ms).toBeLessThan(15_000);
           }
           expect(await readyz(replica)).toBe(503);
+          // A scrape asks the database for its size (the one query /metrics makes): with no
+          // connection to be had it still answers at once, without that figure.
+          const scrapeStarted = performance.now();
+          const scrape = await fetch(`${replica.url}/metrics`);
+          expect(scrape.status).toBe(200);
+          expect(await scrape.text()).toContain("trellis_db_busy_timeouts_total 2");
+          expect(performance.now() - scrapeStarted).toBeLessThan(3_000);
           await holder.query("ROLLBACK");
           // The held create ends either way, never hangs: done once the lock went, or, on a
           // machine slow enough that the two calls above outlasted the lock timeout (15 s),

@@ -15,7 +15,8 @@
  *   unique / foreign_key                                  → "unique" / "foreign-key"
  *   unstorable_text (a NUL in a text value, 22021)        → "unstorable-text" (INVALID_ARGUMENT)
  * The health readings follow those outcomes: a call that fails "unavailable" or "busy" marks
- * the database not writable until a call or a probe succeeds again.
+ * the database not writable until a call or a probe succeeds again, and one that fails "busy"
+ * counts in the storage stats' busyTimeouts (the other counters: transaction.ts).
  */
 import { sql } from "drizzle-orm";
 import type pg from "pg";
@@ -44,7 +45,7 @@ import { createPostgresScimCredentialsRepository } from "./scim-credentials.js";
 import { createPostgresServerValues, type PostgresServerValues } from "./server-values.js";
 import { createPostgresTagsRepository } from "./tags.js";
 import { createPostgresTokenRevocationsRepository } from "./token-revocations.js";
-import { writeTransaction } from "./transaction.js";
+import { writeCountersOf, writeTransaction } from "./transaction.js";
 
 const STORAGE_KINDS: Record<PostgresFailureKind, StorageFailureKind> = {
   unavailable: "unavailable",
@@ -100,6 +101,35 @@ export interface PostgresEngine extends StoreEngine {
 
 const pools = new WeakMap<StoreEngine, pg.Pool>();
 
+/**
+ * How long a metrics scrape waits for the database's size: the pool may be full or the
+ * database gone, and a scrape must answer well within Prometheus' timeout (10 s by default)
+ * rather than wait out the pool's acquire timeout.
+ */
+const SIZE_QUERY_BOUND_MS = 1000;
+
+/**
+ * The database's size as PostgreSQL counts it (every relation's files: tables, indexes, TOAST;
+ * not the cluster's shared WAL), or undefined when it does not answer within the bound. Asked
+ * only when metrics are scraped, never on a call's path; a failure is not an outcome of the
+ * health readings (it is no write).
+ */
+async function databaseSize(pool: pg.Pool): Promise<number | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, SIZE_QUERY_BOUND_MS, undefined);
+  });
+  const size = pool.query<{ bytes: string }>("SELECT pg_database_size(current_database())::text AS bytes").then(
+    (result) => Number(result.rows[0]?.bytes),
+    () => undefined,
+  );
+  try {
+    return await Promise.race([size, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Tests only: the pool behind an engine this module opened. */
 export function postgresPoolOf(engine: StoreEngine): pg.Pool {
   const pool = pools.get(engine);
@@ -131,6 +161,7 @@ export async function openPostgresEngine(url: string, options: PostgresEngineOpt
 
   let writable = true;
   let lastOutcomeAt = Date.now();
+  const counters = writeCountersOf(db);
   const outcomes: Outcomes = {
     succeeded() {
       writable = true;
@@ -141,6 +172,7 @@ export async function openPostgresEngine(url: string, options: PostgresEngineOpt
       if (translated instanceof StorageError) {
         lastOutcomeAt = Date.now();
         if (isUnwritableFailure(translated.kind)) writable = false;
+        if (translated.kind === "busy") counters.busyTimeouts++;
       }
       return translated;
     },
@@ -211,10 +243,9 @@ export async function openPostgresEngine(url: string, options: PostgresEngineOpt
           throw outcomes.failed(err);
         }
       },
-      // The database's size is a query away, and this reading must be synchronous.
-      sizeBytes: () => undefined,
-      // The write path's counters are not kept on PostgreSQL yet.
-      stats: () => ({ transactions: 0, transactionSeconds: 0, busyRetries: 0, busyTimeouts: 0 }),
+      sizeBytes: () => databaseSize(pool),
+      // writeTransaction counts the transactions and retries, `outcomes` the busy failures.
+      stats: () => counters,
     },
     async ensureBuiltInRoles(now) {
       try {

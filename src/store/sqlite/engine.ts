@@ -122,7 +122,7 @@ export function openSqliteEngine(options: SqliteEngineOptions): StoreEngine {
       writable: () => storageWritable(db),
       msSinceLastOutcome: () => msSinceLastWriteOutcome(db),
       probe: () => probeStorage(db),
-      sizeBytes() {
+      async sizeBytes() {
         const sqlite = db.$client;
         if (!sqlite.open) return undefined;
         return Number(sqlite.pragma("page_count", { simple: true })) * Number(sqlite.pragma("page_size", { simple: true }));
