@@ -67,13 +67,14 @@ function serialize(keys: readonly StoredKey[]): Buffer {
 const P256_BYTES = 32;
 
 /**
- * A new P-256 key pair as a JWK, built from the raw numbers OpenSSL's EC key generation gives.
- * Not generateKeyPairSync + export: on Node 20 exporting the key that a key-generation job
- * made can deadlock the process, when a garbage collection during the export destroys that
- * job, which waits for the key's lock the export holds (seen in CI: every thread parked, the
- * main one in ~KeyGenJob under ExportJWK). ECDH's generator involves neither.
+ * A new P-256 private key as a JWK (x, y and d), built from the raw numbers OpenSSL's EC key
+ * generation gives. Not generateKeyPair(Sync) + export: on Node 20 exporting the key that a
+ * key-generation job made can deadlock the process, when a garbage collection during the export
+ * destroys that job, which waits for the key's lock the export holds (seen in CI: every thread
+ * parked, the main one in ~KeyGenJob under ExportJWK). ECDH's generator involves neither.
+ * The tests make their P-256 keys here too (test/support/test-keys.ts).
  */
-function generate(now: number): StoredKey {
+export function newP256PrivateJwk(): JsonWebKey {
   const ecdh = createECDH("prime256v1");
   ecdh.generateKeys();
   // Uncompressed point: 0x04, then x and y, each 32 bytes.
@@ -90,6 +91,11 @@ function generate(now: number): StoredKey {
   };
   // Refuses a malformed key at once, rather than at the first signature.
   createPrivateKey({ key: privateJwk, format: "jwk" });
+  return privateJwk;
+}
+
+function generate(now: number): StoredKey {
+  const privateJwk = newP256PrivateJwk();
   return { kid: thumbprint(privateJwk), privateJwk, createTime: now };
 }
 

@@ -4,13 +4,13 @@
  * with an ErrorInfo reason — never INTERNAL — and writes nothing; a token in the URL is refused
  * even when it is valid, and never reaches the logs.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync } from "node:crypto";
+import { createPublicKey } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { ConnectError, createClient } from "@connectrpc/connect";
-import { exportJWK, SignJWT } from "jose";
+import { SignJWT } from "jose";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
@@ -23,6 +23,7 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { serverSigningKey } from "../support/auth.js";
 import { expectRejectedAndUnchanged } from "../support/db.js";
 import { rest } from "../support/rest.js";
+import { newEs256KeyPair } from "../support/test-keys.js";
 import { closeGrpcClients, Code, rpcTransports } from "../support/transports.js";
 
 let t: TestApp;
@@ -98,8 +99,7 @@ const BAD: readonly { name: string; header: () => Promise<string | undefined>; r
   {
     name: "attacker key embedded as a jwk header with our kid",
     header: async () => {
-      const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-      const jwk = await exportJWK(publicKey);
+      const { privateKey, publicJwk: jwk } = newEs256KeyPair();
       const token = await new SignJWT({ [OPERATOR_CLAIM]: true })
         .setProtectedHeader({ alg: "ES256", kid: (await serverSigningKey(t.dataDir)).kid, typ: API_TOKEN_TYPE, jwk })
         .setSubject("operator:x")
@@ -115,7 +115,7 @@ const BAD: readonly { name: string; header: () => Promise<string | undefined>; r
 ];
 
 async function attackerToken(kid: string): Promise<string> {
-  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const { privateKey } = newEs256KeyPair();
   return new SignJWT({ [OPERATOR_CLAIM]: true })
     .setProtectedHeader({ alg: "ES256", kid, typ: API_TOKEN_TYPE })
     .setSubject("operator:x")
@@ -123,7 +123,7 @@ async function attackerToken(kid: string): Promise<string> {
     .setAudience(t.app.issuer.audience)
     .setIssuedAt()
     .setExpirationTime("10m")
-    .sign(createPrivateKey(privateKey.export({ format: "pem", type: "pkcs8" })));
+    .sign(privateKey);
 }
 
 function expectUnauthenticated(err: unknown, reason: string) {

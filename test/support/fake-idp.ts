@@ -2,14 +2,15 @@
  * A small OpenID provider for login tests: discovery, JWKS, an authorize endpoint that
  * "logs the user in" at once and redirects back with a code, a token endpoint for the code
  * (PKCE S256 checked), refresh and device grants, and a device endpoint that is approved
- * immediately. id_tokens are RS256 JWTs signed with a key made per IdP (jose).
+ * immediately. id_tokens are RS256 JWTs signed with a key made per IdP (test-keys.ts).
  *
  * The "browser" in a test is an HTTP client following the authorize redirect. (idp.ts is the
  * smaller IdP the server-side auth tests use: discovery, JWKS and signing, no login flows.)
  */
 import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
-import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
+import { type JWK, SignJWT } from "jose";
+import { newRs256KeyPair } from "./test-keys.js";
 
 export interface FakeIdp {
   readonly issuer: string;
@@ -31,8 +32,8 @@ export interface FakeIdp {
 
 export async function startFakeIdp(options: { device?: boolean; clientId?: string } = {}): Promise<FakeIdp> {
   const clientId = options.clientId ?? "trellis-cli";
-  const { privateKey, publicKey } = await generateKeyPair("RS256");
-  const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+  const { privateKey, publicJwk } = newRs256KeyPair();
+  const jwk = { ...publicJwk, kid: "k1", alg: "RS256", use: "sig" };
   const codes = new Map<string, { challenge: string; redirectUri: string; scope: string }>();
   const refreshTokens = new Set<string>();
   const deviceCodes = new Set<string>();

@@ -5,7 +5,8 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
+import { type JWTPayload, SignJWT } from "jose";
+import { newEs256KeyPair } from "./test-keys.js";
 
 export interface TestIdp {
   readonly issuer: string;
@@ -17,8 +18,8 @@ export interface TestIdp {
 }
 
 export async function startTestIdp(): Promise<TestIdp> {
-  const { privateKey, publicKey } = await generateKeyPair("ES256");
-  const jwk = { ...(await exportJWK(publicKey)), kid: "idp-key-1", alg: "ES256", use: "sig" };
+  const { privateKey, publicJwk } = newEs256KeyPair();
+  const jwk = { ...publicJwk, kid: "idp-key-1", alg: "ES256", use: "sig" };
   let hits = 0;
   let issuer = "";
   const server = http.createServer((req, res) => {
