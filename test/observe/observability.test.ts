@@ -79,38 +79,41 @@ describe("probes", () => {
     }
   });
 
-  // A full SQLite file; PostgreSQL's unwritable database (a restart) is test/postgres/faults.test.ts.
-  it.skipIf(TEST_ENGINE === "postgres")("/readyz fails while the database cannot be written (a full disk) and recovers; /healthz stays live", async () => {
-    let db: Db | undefined;
-    const t = await startTestApp(
-      {},
-      { storageProbeMs: 3_600_000 },
-      {
-        onStore: (s) => {
-          db = sqliteConnectionOf(s);
+  // PostgreSQL's unwritable database (a restart) is test/postgres/faults.test.ts.
+  it.skipIf(TEST_ENGINE === "postgres")(
+    "/readyz fails while the database cannot be written (a full disk; SQLite only: fills the SQLite file) and recovers; /healthz stays live",
+    async () => {
+      let db: Db | undefined;
+      const t = await startTestApp(
+        {},
+        { storageProbeMs: 3_600_000 },
+        {
+          onStore: (s) => {
+            db = sqliteConnectionOf(s);
+          },
         },
-      },
-    );
-    try {
-      const sqlite = (db as Db).$client;
-      const room = sqlite.pragma("max_page_count", { simple: true }) as number;
-      sqlite.pragma(`max_page_count = ${sqlite.pragma("page_count", { simple: true })}`);
-      let refused = false;
-      for (let i = 0; i < 500 && !refused; i++) {
-        refused = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: `g ${i}`, description: "y".repeat(400) })).status !== 200;
+      );
+      try {
+        const sqlite = (db as Db).$client;
+        const room = sqlite.pragma("max_page_count", { simple: true }) as number;
+        sqlite.pragma(`max_page_count = ${sqlite.pragma("page_count", { simple: true })}`);
+        let refused = false;
+        for (let i = 0; i < 500 && !refused; i++) {
+          refused = (await rest(t.url, "POST", "/iam/v2beta1/groups", { name: `g ${i}`, description: "y".repeat(400) })).status !== 200;
+        }
+        expect(refused).toBe(true);
+        const ready = await get(t.url, "/readyz");
+        // The reason, and nothing of the error behind it.
+        expect([ready.status, ready.body]).toEqual([503, '{"status":"not ready","reason":"database not writable"}']);
+        expect((await get(t.url, "/healthz")).status).toBe(200);
+        sqlite.pragma(`max_page_count = ${room}`);
+        await createGroup(t, "room again");
+        expect((await get(t.url, "/readyz")).status).toBe(200);
+      } finally {
+        await t.close();
       }
-      expect(refused).toBe(true);
-      const ready = await get(t.url, "/readyz");
-      // The reason, and nothing of the error behind it.
-      expect([ready.status, ready.body]).toEqual([503, '{"status":"not ready","reason":"database not writable"}']);
-      expect((await get(t.url, "/healthz")).status).toBe(200);
-      sqlite.pragma(`max_page_count = ${room}`);
-      await createGroup(t, "room again");
-      expect((await get(t.url, "/readyz")).status).toBe(200);
-    } finally {
-      await t.close();
-    }
-  });
+    },
+  );
 
   it("on close, readiness and gRPC health fail first while calls are still answered; then the listener stops", async () => {
     const t = await startTestApp({ drainMs: 500 });
