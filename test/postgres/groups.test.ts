@@ -3,13 +3,12 @@
  * the same answers as the SQLite repository for the same rows (keyset order bytewise, every
  * filter, paging by cursor, counts), the same errors, and its invariants kept with writers on
  * two pools at once (two replicas): no child without its parent, delete only if empty, and
- * a child's kind always its root's, both in random races and in the orders a row lock held
- * elsewhere forces (a delete or a kind change waiting for a create, a create for either).
+ * a child's kind always its root's.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
 import { builtInRoleUid } from "../../src/store/builtin-roles.js";
 import { GROUP_ORDERS, type GroupListFilter, type GroupRecord, type GroupsRepository } from "../../src/store/groups.js";
@@ -190,96 +189,6 @@ describePostgres("groups on PostgreSQL", () => {
     );
     expect(orphans.rows).toEqual([]);
     expect(deleted + kept).toBe(12);
-  });
-
-  /**
-   * Holds a lock on a group's row from a connection of its own until `release` (commit), as
-   * another writer would: a gate that stops a delete or an update after its first lock, or a
-   * create at its insert, so that the interleavings below happen in a known order.
-   */
-  async function holdRow(uid: string, mode: "SHARE" | "UPDATE") {
-    const client = await replicaA.pool.connect();
-    let held = true;
-    const release = async () => {
-      if (!held) return;
-      held = false;
-      await client.query("COMMIT");
-      client.release();
-    };
-    // Released even when the test fails half-way, so that the writers it stopped can end.
-    onTestFinished(release);
-    await client.query("BEGIN");
-    await client.query(`SELECT 1 FROM groups WHERE uid = $1 FOR ${mode}`, [uid]);
-    return { release };
-  }
-  /**
-   * Returns once `n` sessions of this database wait for a lock (PostgreSQL's own account); fails
-   * if they never do within 10 s (a writer that should have waited went through).
-   */
-  async function untilWaiting(n: number) {
-    const deadline = performance.now() + 10_000;
-    for (;;) {
-      const { rows } = await replicaA.pool.query(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-      );
-      if (rows[0].n >= n) return;
-      if (performance.now() > deadline) throw new Error(`${n} writers should wait for a lock, ${rows[0].n} do`);
-    }
-  }
-
-  it("answers NOT_FOUND to a create that waited for its parent's delete on another replica, never a foreign-key error", async () => {
-    const parent = await a.create({ parentUid: ROOT_B, name: "doomed", description: "", verified: false, kind: 0 }, NOW);
-    // The delete takes its first lock, then waits for the row; the create then waits for the delete.
-    const gate = await holdRow(parent.uid, "SHARE");
-    const deleting = b.delete(parent.uid);
-    await untilWaiting(1);
-    const creating = a.create({ parentUid: parent.uid, name: "late", description: "", verified: false, kind: 0 }, NOW).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    await untilWaiting(2);
-    await gate.release();
-    await deleting;
-    const err = await creating;
-    expect(err, String(err)).toBeInstanceOf(ApiError);
-    expect((err as ApiError).code).toBe(GrpcCode.NotFound);
-    const { rows } = await replicaA.pool.query("SELECT count(*)::int AS n FROM groups WHERE parent_uid = $1", [parent.uid]);
-    expect(rows[0].n).toBe(0);
-  });
-
-  it("refuses a delete that waited for a create under the group on another replica, and keeps the child", async () => {
-    const parent = await a.create({ parentUid: ROOT_B, name: "busy", description: "", verified: false, kind: 0 }, NOW);
-    // The create takes its lock, then waits at its insert (whose foreign-key check needs the
-    // parent's row); the delete then waits for the create.
-    const gate = await holdRow(parent.uid, "UPDATE");
-    const creating = a.create({ parentUid: parent.uid, name: "first", description: "", verified: false, kind: 0 }, NOW);
-    await untilWaiting(1);
-    const deleting = b.delete(parent.uid).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    await untilWaiting(2);
-    await gate.release();
-    const child = await creating;
-    const err = await deleting;
-    expect(err, String(err)).toBeInstanceOf(ApiError);
-    expect((err as ApiError).code).toBe(GrpcCode.FailedPrecondition);
-    expect(await a.get(child.uid)).toEqual(child);
-  });
-
-  it("gives a create that waited for its root's kind change on another replica the new kind", async () => {
-    const root = await a.create({ parentUid: null, name: "rekind", description: "", verified: false, kind: 1 }, NOW);
-    const folder = await a.create({ parentUid: root.uid, name: "folder", description: "", verified: false, kind: 0 }, NOW);
-    const gate = await holdRow(root.uid, "SHARE");
-    const updating = a.update(root.uid, { kind: 3 }, NOW);
-    await untilWaiting(1);
-    const creating = b.create({ parentUid: folder.uid, name: "late", description: "", verified: false, kind: 0 }, NOW);
-    await untilWaiting(2);
-    await gate.release();
-    await updating;
-    const child = await creating;
-    expect(child.kind).toBe(3);
-    expect((await a.get(child.uid))?.kind).toBe(3);
   });
 
   it("keeps every child's kind its root's when one replica changes the root's kind while another creates under it", async () => {

@@ -4,28 +4,18 @@
  *
  * SQLite gets its invariants from BEGIN IMMEDIATE: one writer at a time, so a check and the
  * write after it cannot be overtaken. Here writers run side by side (READ COMMITTED), and each
- * invariant locks what it depends on, always top-down (root, then parent, then the group),
+ * invariant locks the rows it depends on, always top-down (root, then parent, then the group),
  * so two writers never wait for each other in opposite orders:
- * - no child without its parent: create takes the shared advisory lock of the root (whose kind
- *   the child inherits) and then of the parent (`lockGroupForCreates`), and only then inserts,
- *   in one statement that reads both rows. Creates under one parent share that lock and run in
- *   parallel; a delete of the parent takes it exclusively, so it waits for them (and then finds
- *   the children), or they wait for it (and then find no parent: NOT_FOUND, never a
- *   foreign-key failure leaking out).
- * - delete only if empty: delete takes the group's exclusive advisory lock, then its row
- *   FOR UPDATE (which every other record's create under it holds FOR SHARE: iam-locks.ts),
- *   and only then looks for children: every create under it has either committed (and is
- *   seen, because each statement of a READ COMMITTED transaction reads what was committed
- *   before it) or waits.
- * - kind follows the root: update takes the same two locks before re-labelling its
+ * - no child without its parent: create locks the parent row (and the root, whose kind the
+ *   child inherits) FOR SHARE before inserting. Creates under one parent share that lock and
+ *   run in parallel; a delete of the parent needs it exclusively, so it waits for them (and
+ *   then finds the children), or they wait for it (and then find no parent: NOT_FOUND, never
+ *   a foreign-key failure leaking out).
+ * - delete only if empty: delete locks the group FOR UPDATE, and only then looks for
+ *   children: every create under it has either committed (and is seen, because each statement
+ *   of a READ COMMITTED transaction reads what was committed before it) or waits.
+ * - kind follows the root: update locks the group FOR UPDATE before re-labelling its
  *   descendants, so a create under it waits and then reads the new kind.
- * Why an advisory lock for group creates, not the parent row FOR SHARE as other records use:
- * a row lock held by several transactions is a MultiXact written into the row, rewritten by
- * each new locker, and a busy parent has dozens of concurrent creates. The insert's foreign
- * key check still key-share locks the parent row (PostgreSQL's own; it cannot be avoided).
- * Lock order, so that no two writers wait crosswise: a group's advisory lock before any row
- * lock of that group; a create takes no row lock before its advisory ones (its owner identity
- * only for an organization, which has no parent); delete and update hold one advisory lock.
  * Row locks rather than SERIALIZABLE: they make the writers that touch one group wait for each
  * other and leave all others alone, where SERIALIZABLE would abort and retry unrelated writers
  * whose reads merely overlapped. Deadlocks cannot arise from these orders, but any abort
@@ -42,7 +32,6 @@ import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } fr
 import { newUidp, rootOf } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
-import { lockGroupForCreates } from "./iam-locks.js";
 import { accountAssociations, advisories, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
 
@@ -61,32 +50,14 @@ const CHILD_KINDS: readonly { kind: string; table: PgTable; column: PgColumn }[]
   column: (CHILD_TABLES[c.table] as unknown as Record<string, PgColumn>)[c.column] as PgColumn,
 }));
 
-/** The group row, locked FOR UPDATE for the rest of `tx`. */
-async function lockGroup(tx: Tx, uid: string): Promise<GroupRecord | undefined> {
-  const [row] = await tx.select().from(groups).where(eq(groups.uid, uid)).for("update");
+/** The group row, locked for the rest of `tx` (`share`: against changes; else exclusively). */
+async function lockGroup(tx: Tx, uid: string, mode: "share" | "update"): Promise<GroupRecord | undefined> {
+  const [row] = await tx
+    .select()
+    .from(groups)
+    .where(eq(groups.uid, uid))
+    .for(mode === "share" ? "share" : "update");
   return row;
-}
-
-/**
- * Inserts `row` under `parentUid` with its root's kind, which it returns; NOT_FOUND when the
- * parent is gone. Under the shared advisory locks of the root and then the parent (see the
- * header), and in one statement after them: each statement of a READ COMMITTED transaction
- * reads what was committed before it began, so this one sees a delete or a kind change that
- * committed while the locks were awaited.
- */
-async function insertChild(tx: Tx, row: GroupRecord, parentUid: string): Promise<number> {
-  const rootUid = rootOf(parentUid);
-  await lockGroupForCreates(tx, rootUid, "shared");
-  if (parentUid !== rootUid) await lockGroupForCreates(tx, parentUid, "shared");
-  const { rows } = await tx.execute<{ kind: number }>(sql`
-    INSERT INTO ${groups} (uid, parent_uid, name, description, verified, kind, create_time, update_time)
-    SELECT ${row.uid}, ${parentUid}, ${row.name}, ${row.description}, ${row.verified}::boolean, root.kind, ${row.createTime}::bigint, ${row.updateTime}::bigint
-    FROM ${groups} root
-    WHERE root.uid = ${rootUid} AND EXISTS (SELECT 1 FROM ${groups} parent WHERE parent.uid = ${parentUid})
-    RETURNING kind`);
-  const [inserted] = rows;
-  if (!inserted) throw notFound("group", parentUid);
-  return inserted.kind;
 }
 
 export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
@@ -138,19 +109,26 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
             throw permissionDenied("only a registered user identity may create an organization");
           }
         }
-        const fields: GroupRecord = {
+        let kind = group.kind;
+        if (group.parentUid !== null) {
+          // Root first, then the parent: the order every writer here takes locks in.
+          const rootUid = rootOf(group.parentUid);
+          const root = await lockGroup(tx, rootUid, "share");
+          const parent = rootUid === group.parentUid ? root : root && (await lockGroup(tx, group.parentUid, "share"));
+          if (!parent) throw notFound("group", group.parentUid);
+          kind = root?.kind ?? 0;
+        }
+        const row: GroupRecord = {
           uid: newUidp(group.parentUid),
           parentUid: group.parentUid,
           name: group.name,
           description: group.description,
           verified: group.verified,
-          kind: group.kind,
+          kind,
           createTime: now,
           updateTime: now,
         };
-        let row = fields;
-        if (group.parentUid === null) await tx.insert(groups).values(row);
-        else row = { ...fields, kind: await insertChild(tx, fields, group.parentUid) };
+        await tx.insert(groups).values(row);
         if (ownerIdentityUid !== undefined) {
           await tx
             .insert(roleBindings)
@@ -162,8 +140,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
 
     async update(uid, changes, now, guard) {
       return writeTransaction(db, async (tx) => {
-        await lockGroupForCreates(tx, uid, "exclusive");
-        const existing = await lockGroup(tx, uid);
+        const existing = await lockGroup(tx, uid, "update");
         if (!existing) throw notFound("group", uid);
         guard?.(existing);
         const { kind, ...own } = changes;
@@ -185,8 +162,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
 
     async delete(uid, guard) {
       await writeTransaction(db, async (tx) => {
-        await lockGroupForCreates(tx, uid, "exclusive");
-        const existing = await lockGroup(tx, uid);
+        const existing = await lockGroup(tx, uid, "update");
         if (!existing) throw notFound("group", uid);
         for (const child of CHILD_KINDS) {
           const found = await tx.select({ one: child.column }).from(child.table).where(eq(child.column, uid)).limit(1);

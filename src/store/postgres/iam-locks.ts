@@ -7,9 +7,6 @@
  *   before inserting (`lockParentGroup`). Deleting the group needs that row FOR UPDATE, so it
  *   waits for the create (and then finds the child, FAILED_PRECONDITION), or the create waits
  *   for the delete (and then finds no group, NOT_FOUND, never a foreign-key error).
- *   Child groups alone are created under a lighter lock, the group's shared advisory lock
- *   (`lockGroupForCreates`, groups.ts says why); a group's delete and update take its exclusive
- *   advisory lock before the row FOR UPDATE, so the rule above holds for every other record.
  * - An organization keeps an owner: removing owner bindings first locks every owner binding of
  *   the organization FOR UPDATE (in uid order), then counts those that remain
  *   (`requireOwnersRemain`). Two replicas removing the last two owners at once are thereby
@@ -72,19 +69,6 @@ export async function lockRoleToGrant(
  */
 export async function lockKey(tx: Tx, key: string): Promise<void> {
   await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
-}
-
-/**
- * The advisory lock that stands for "children are being created under group `uid`" until `tx`
- * ends: `shared` for a group create under it (creates under one parent run side by side),
- * `exclusive` for its delete and update, which take it before they lock the group's row
- * FOR UPDATE. Unlike a row lock it writes nothing to the group's row (groups.ts).
- */
-export async function lockGroupForCreates(tx: Tx, uid: string, mode: "shared" | "exclusive"): Promise<void> {
-  const key = `group ${uid}`;
-  await tx.execute(
-    mode === "shared" ? sql`SELECT pg_advisory_xact_lock_shared(hashtextextended(${key}, 0))` : sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
-  );
 }
 
 /**
