@@ -2,7 +2,7 @@
  * The performance targets (docs/performance.md "Against the targets"), computed from one run's medians. Informational: the bench prints
  * and records them but never fails on speed (the machine is shared; see docs/performance.md).
  */
-import type { ScenarioResult } from "./report.js";
+import { type ScenarioResult, spread } from "./report.js";
 
 export interface GoalCheck {
   readonly goal: string;
@@ -91,6 +91,8 @@ function postgresGoals(byId: ReadonlyMap<string, ScenarioResult>): GoalCheck[] {
   };
   const depth = ratio(whole("pg-rest-list-depth-2"), whole("pg-rest-list-depth-0"));
   const twoReplicas = ratio(rps("pg-rest-create-2"), rps("pg-rest-create"));
+  // What the generator left of the core the second replica runs on (run.ts places it there).
+  const generatorCores = spread(byId.get("pg-rest-create-2")?.runs.map((r) => r.generatorCores ?? Number.NaN) ?? [])?.median;
   const one = rps("pg-rest-create");
   return [
     get,
@@ -107,7 +109,11 @@ function postgresGoals(byId: ReadonlyMap<string, ScenarioResult>): GoalCheck[] {
       holds: twoReplicas === undefined ? undefined : twoReplicas >= 1,
       ...(one === undefined || rps("pg-rest-create-2") === undefined
         ? {}
-        : { note: `${Math.round(rps("pg-rest-create-2") as number).toLocaleString("en-US")}/s against ${Math.round(one).toLocaleString("en-US")}/s` }),
+        : {
+            note: `${Math.round(rps("pg-rest-create-2") as number).toLocaleString("en-US")}/s against ${Math.round(one).toLocaleString("en-US")}/s${
+              generatorCores === undefined ? "" : `; the generator, whose core replica 2 shares, used ${generatorCores.toFixed(2)} of it`
+            }`,
+          }),
     },
   ];
 }

@@ -13,6 +13,9 @@ export interface RunFigures extends LoadResult {
   readonly serverCores: number;
   /** PostgreSQL scenarios: the database server's own CPU µs per request (all its processes), when measured. */
   readonly dbCpuUsPerReq?: number;
+  /** The load generator's CPU (wrk/h2load, or the Node loader) as a share of one core, and per request. */
+  readonly generatorCores?: number;
+  readonly generatorCpuUsPerReq?: number;
 }
 
 export interface Spread {
@@ -102,11 +105,26 @@ const range = (s: Spread | undefined, digits = 0) =>
 
 export function table(results: readonly ScenarioResult[]): string {
   const withDb = results.some((r) => r.dbCpuUsPerReq !== undefined);
-  const head = ["scenario", "gen", "req/s", "p50 ms", "p99 ms", "CPU µs/req", ...(withDb ? ["PG µs/req"] : []), "cores", "err", "RSS MB", "÷bare", "÷ref"];
+  const head = [
+    "scenario",
+    "gen",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "CPU µs/req",
+    ...(withDb ? ["PG µs/req"] : []),
+    "cores",
+    "gen cores",
+    "err",
+    "RSS MB",
+    "÷bare",
+    "÷ref",
+  ];
   const refText = (v: ScenarioResult["vsRef"]) => (v ? `${fmt(v.ratio, 2)} ${v.metric === "rps" ? "rps " : ""}${v.id}` : "");
   const rows = results.map((r) => {
-    if (r.status === "skipped") return [r.title, "SKIP", "", "", "", "", ...(withDb ? [""] : []), "", "", "", "", "(see below)"];
+    if (r.status === "skipped") return [r.title, "SKIP", "", "", "", "", ...(withDb ? [""] : []), "", "", "", "", "", "(see below)"];
     const cores = spread(r.runs.map((x) => x.serverCores));
+    const genCores = spread(r.runs.map((x) => x.generatorCores ?? Number.NaN));
     return [
       r.title,
       r.generator ?? "",
@@ -116,6 +134,7 @@ export function table(results: readonly ScenarioResult[]): string {
       range(r.cpuUsPerReq, r.cpuUsPerReq && r.cpuUsPerReq.median < 10 ? 1 : 0),
       ...(withDb ? [range(r.dbCpuUsPerReq)] : []),
       fmt(cores?.median, 2),
+      fmt(genCores?.median, 2),
       r.status === "failed" ? `FAIL ${r.errors ?? ""}` : String(r.errors ?? 0),
       fmt(r.peakRssMb),
       r.vsBare ? fmt(r.vsBare.ratio, 2) : "",

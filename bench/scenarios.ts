@@ -9,7 +9,7 @@ import type { RawTask } from "./targets/control.js";
 
 export type TargetKind = "trellis" | "peer" | "peer-noauth" | "bare-h1" | "bare-h2" | "trellis-pg" | "trellis-pg-2";
 
-/** The two Trellis replicas on PostgreSQL (`--database`): one process each. */
+/** The two Trellis replicas on PostgreSQL (`--database`): one process each, the first on the server core, the second on the generator's (run.ts). */
 export const POSTGRES_REPLICAS: readonly TargetKind[] = ["trellis-pg", "trellis-pg-2"];
 
 export interface LoadScenario {
@@ -258,7 +258,13 @@ export function postgresScenarios(sqlite: readonly LoadScenario[]): LoadScenario
     const pg = { ...s, id: `pg-${s.id}`, title: `PG ${s.title}`, target: "trellis-pg" as const };
     if (s.id === "rest-create") {
       out.push({ ...pg, ref: { id: "raw-pg-insert", metric: "rps" }, ref2: twin(s, "rps") });
-      out.push({ ...pg, id: "pg-rest-create-2", title: "PG REST CreateGroup, 2 replicas", replicas: POSTGRES_REPLICAS, ref: { id: pg.id, metric: "rps" } });
+      out.push({
+        ...pg,
+        id: "pg-rest-create-2",
+        title: "PG REST CreateGroup, 2 replicas (CPU 0 + 1)",
+        replicas: POSTGRES_REPLICAS,
+        ref: { id: pg.id, metric: "rps" },
+      });
     } else if (s.id === "rest-list") out.push({ ...pg, ref: { id: "raw-pg-list", metric: "cpu" }, ref2: twin(s, "cpu") });
     else if (s.id.startsWith("rest-list-depth-")) out.push({ ...pg, ref: { id: "raw-pg-deep", metric: "cpu" }, ref2: twin(s, "cpu") });
     else out.push({ ...pg, ref: twin(s, "cpu"), ref2: { id: "raw-pg-get", metric: "cpu" } });

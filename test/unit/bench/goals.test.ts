@@ -72,4 +72,18 @@ describe("bench goals", () => {
     expect(by("PostgreSQL: List at row 100,000")).toMatchObject({ measured: 1.5, holds: true });
     expect(by("PostgreSQL: CreateGroup")).toMatchObject({ measured: 0.9, holds: false, note: "900/s against 1,000/s" });
   });
+
+  it("says how much of the second replica's core the generator used, when it was measured", () => {
+    const two = result("pg-rest-create-2", [300, 300, 300], 2_200);
+    const goals = checkGoals([
+      ...base,
+      result("pg-rest-create", [300, 300, 300], 1_000),
+      { ...two, runs: [0.05, 0.07, 0.06].map((generatorCores) => ({ ...run, requests: 1, seconds: 1, generatorCores })) },
+    ]);
+    expect(goals.find((g) => g.goal.startsWith("PostgreSQL: CreateGroup"))).toMatchObject({
+      measured: 2.2,
+      holds: true,
+      note: "2,200/s against 1,000/s; the generator, whose core replica 2 shares, used 0.06 of it",
+    });
+  });
 });
