@@ -53,6 +53,28 @@ it("a read asked for after its turn's batch was sent is not folded into it: it g
   expect(read.mock.calls.map((c) => c[0])).toEqual([["a"], ["a"]]);
 });
 
+it("a read asked for while an earlier query of its key is still in flight is not answered by that query", async () => {
+  // That query may have been sent before a commit the later read must see.
+  let value = 1;
+  const held: (() => void)[] = [];
+  const read = vi.fn(async (keys: string[]) => {
+    const answer = keys.map((key) => ({ key, n: value }));
+    await new Promise<void>((resolve) => held.push(resolve));
+    return answer;
+  });
+  const load = createPointReads<Row>({ read, keyOf: (r) => r.key });
+  const before = load("a");
+  await nextTurn(); // sent, and held in flight
+  expect(read).toHaveBeenCalledTimes(1);
+  value = 2; // a commit, after which the next read is asked for
+  const after = load("a");
+  await nextTurn();
+  expect(read).toHaveBeenCalledTimes(2);
+  for (const release of held) release();
+  expect(await before).toEqual([{ key: "a", n: 1 }]);
+  expect(await after).toEqual([{ key: "a", n: 2 }]);
+});
+
 it("a lone read waits for nothing but the end of its turn", async () => {
   const { read, load } = reader();
   const answer = load("c");
