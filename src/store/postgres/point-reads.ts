@@ -69,24 +69,30 @@ export function createPointReads<Row>(options: PointReadsOptions<Row>): PointRea
       // A read that throws before it has a promise fails its batch like one that rejects.
       query = Promise.reject(err);
     }
-    query.then(
-      (rows) => {
-        const byKey = new Map<string, Row[]>();
+    const failAll = (err: unknown) => {
+      for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
+    };
+    query.then((rows) => {
+      let byKey: Map<string, Row[]>;
+      try {
+        byKey = new Map();
         for (const row of rows) {
           const key = keyOf(row);
           const found = byKey.get(key);
           if (found) found.push(row);
           else byKey.set(key, [row]);
         }
-        for (const [key, waiters] of batch) {
-          const found = byKey.get(key) ?? NO_ROWS;
-          for (const w of waiters) w.resolve(found);
-        }
-      },
-      (err: unknown) => {
-        for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
-      },
-    );
+      } catch (err) {
+        // Nothing may escape as an unhandled rejection (it would end the process): a batch
+        // whose rows cannot be sorted fails its callers instead.
+        failAll(err);
+        return;
+      }
+      for (const [key, waiters] of batch) {
+        const found = byKey.get(key) ?? NO_ROWS;
+        for (const w of waiters) w.resolve(found);
+      }
+    }, failAll);
   };
 
   return (key) =>

@@ -122,6 +122,21 @@ it("a read function that throws instead of rejecting fails its batch the same wa
   ]);
 });
 
+it("rows it cannot sort by key fail their batch's callers, never as an unhandled rejection", async () => {
+  const odd = new Error("no key");
+  const load = createPointReads<Row>({
+    read: async () => TABLE,
+    keyOf: () => {
+      throw odd;
+    },
+  });
+  const outcomes = await Promise.allSettled([load("a"), load("b")]);
+  expect(outcomes).toEqual([
+    { status: "rejected", reason: odd },
+    { status: "rejected", reason: odd },
+  ]);
+});
+
 it("refuses a cap below one key", () => {
   expect(() => createPointReads<Row>({ read: async () => [], keyOf: (r) => r.key, maxKeys: 0 })).toThrow(/at least one key/);
 });
