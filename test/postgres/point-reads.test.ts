@@ -71,7 +71,8 @@ describePostgres("point reads batched per turn on PostgreSQL", { timeout: 60_000
       const { groups } = engine.repositories;
       const org = await groups.create({ parentUid: null, name: "org", description: "", verified: false, kind: 0 }, NOW);
       const made = [org];
-      for (let i = 0; i < 4; i++) made.push(await groups.create({ parentUid: org.uid, name: `folder ${i}`, description: `d${i}`, verified: false, kind: 0 }, NOW));
+      for (let i = 0; i < 4; i++)
+        made.push(await groups.create({ parentUid: org.uid, name: `folder ${i}`, description: `d${i}`, verified: false, kind: 0 }, NOW));
       const missing = `${org.uid}/0123456789abcdef`;
       const asked = [...made.map((g) => g.uid), made[1]!.uid, missing, org.uid];
       const queries = countQueries(postgresPoolOf(engine));
@@ -194,7 +195,11 @@ describePostgres("point reads batched per turn on PostgreSQL", { timeout: 60_000
       const queries = countQueries(postgresPoolOf(store!));
       try {
         const calls = callDoors.flatMap((door) =>
-          cases.map(async (c) => ({ ...c, door: door.name, outcome: await door.call(t.url, tokens[c.who], GroupsService.method.getGroup, { uid: String(c.group.uid) }) })),
+          cases.map(async (c) => ({
+            ...c,
+            door: door.name,
+            outcome: await door.call(t.url, tokens[c.who], GroupsService.method.getGroup, { uid: String(c.group.uid) }),
+          })),
         );
         for (const { who, group, allowed, door, outcome } of await Promise.all(calls)) {
           const where = `${door}: ${who} reads ${String(group.name)}`;
@@ -227,9 +232,7 @@ describePostgres("point reads batched per turn on PostgreSQL", { timeout: 60_000
         const sent = queries.named(GROUPS_BATCH).length;
         const waiting = async () =>
           (
-            await sql.query(
-              `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%"groups"%ANY(%'`,
-            )
+            await sql.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%"groups"%ANY(%'`)
           ).rows.map((r) => r.pid as number);
         await waitUntil("every batch waits in the database", async () => (await waiting()).length === sent);
         // Their connections are ended under them, as when the server goes away.
@@ -242,7 +245,8 @@ describePostgres("point reads batched per turn on PostgreSQL", { timeout: 60_000
       }
       for (const outcome of outcomes) expect(outcome).toMatchObject({ ok: false, code: 14, reason: "STORAGE_UNAVAILABLE" });
       for (const door of callDoors)
-        for (const f of folders) expect(await door.call(t.url, t.token, GroupsService.method.getGroup, { uid: String(f.uid) }), door.name).toMatchObject({ ok: true, body: f });
+        for (const f of folders)
+          expect(await door.call(t.url, t.token, GroupsService.method.getGroup, { uid: String(f.uid) }), door.name).toMatchObject({ ok: true, body: f });
     });
   });
 });

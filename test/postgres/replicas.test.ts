@@ -128,7 +128,10 @@ describePostgres("three replicas on one PostgreSQL database", { timeout: 60_000 
       for (let i = 1; i <= 10; i++) {
         const name = `renamed ${i}`;
         await ok(
-          callDoors[i % callDoors.length]!.call(replica(0).url, op, GroupsService.method.updateGroup, { group: { uid, name }, updateMask: { paths: ["name"] } }),
+          callDoors[i % callDoors.length]!.call(replica(0).url, op, GroupsService.method.updateGroup, {
+            group: { uid, name },
+            updateMask: { paths: ["name"] },
+          }),
         );
         const reads = await Promise.all(callDoors.map((door) => door.call(replica(1).url, op, GroupsService.method.getGroup, { uid })));
         for (const [d, read] of reads.entries()) expect(bodyOf(read).name, `${callDoors[d]?.name} after ${name}`).toBe(name);

@@ -40,7 +40,20 @@ it("reads asked for in one turn make one query of their distinct keys; each call
   const answers = await Promise.all(["a", "b", "missing", "c", "b", "a"].map((k) => load(k)));
   expect(read).toHaveBeenCalledTimes(1);
   expect(read.mock.calls[0]?.[0]).toEqual(["a", "b", "missing", "c"]);
-  expect(answers).toEqual([[{ key: "a", n: 1 }], [{ key: "b", n: 2 }, { key: "b", n: 3 }], [], [{ key: "c", n: 4 }], [{ key: "b", n: 2 }, { key: "b", n: 3 }], [{ key: "a", n: 1 }]]);
+  expect(answers).toEqual([
+    [{ key: "a", n: 1 }],
+    [
+      { key: "b", n: 2 },
+      { key: "b", n: 3 },
+    ],
+    [],
+    [{ key: "c", n: 4 }],
+    [
+      { key: "b", n: 2 },
+      { key: "b", n: 3 },
+    ],
+    [{ key: "a", n: 1 }],
+  ]);
 });
 
 it("a read asked for after its turn's batch was sent is not folded into it: it gets a query of its own", async () => {
