@@ -88,6 +88,22 @@ describePostgres("point reads batched per turn on PostgreSQL", { timeout: 60_000
       }
     });
 
+    it("a key with a NUL, which PostgreSQL cannot take, is kept out of the shared query and fails no other read", async () => {
+      const { groups, roleBindings } = engine.repositories;
+      const org = await groups.create({ parentUid: null, name: "nul neighbour", description: "", verified: false, kind: 0 }, NOW);
+      const queries = countQueries(postgresPoolOf(engine));
+      try {
+        const [found, withNul, grants] = await Promise.all([groups.get(org.uid), groups.get(`${org.uid}\0`), roleBindings.grantsOf(`${org.uid}\0`)]);
+        expect(found).toEqual(org);
+        expect(withNul).toBeUndefined();
+        expect(grants).toEqual([]);
+        expect(queries.named(GROUPS_BATCH).map((q) => q.params)).toEqual([[[org.uid]]]);
+        expect(queries.named(GRANTS_BATCH)).toEqual([]);
+      } finally {
+        queries.restore();
+      }
+    });
+
     it("grantsOf's reads of one turn make one query; each identity gets its own grants", async () => {
       const { groups, identities, roleBindings } = engine.repositories;
       const orgA = await groups.create({ parentUid: null, name: "a", description: "", verified: false, kind: 0 }, NOW);

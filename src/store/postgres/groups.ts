@@ -92,6 +92,9 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
 
   return {
     async get(uid) {
+      // PostgreSQL refuses a NUL in a text parameter, and no uid has one (SQLite finds no row
+      // either): kept out of the shared query, where it would fail the other calls' reads.
+      if (uid.includes("\0")) return undefined;
       const [row] = await readGroup(uid);
       return row;
     },

@@ -26,9 +26,10 @@
  * - A failed query fails every caller of its batch with that same error; the engine maps it
  *   for each call as it maps any repository failure (engine.ts), so every waiter gets the
  *   code a read of its own would have got (UNAVAILABLE for a lost connection).
- * - Only keys already checked (a UIDP: GetGroup validates its uid, authorization reads grants
- *   only for a UIDP subject). A key PostgreSQL refuses (a NUL in text) would fail the whole
- *   batch, so one caller's bad input would fail the others' calls of that turn.
+ * - Only keys PostgreSQL takes: a key it refuses (a NUL in text) would fail the whole batch,
+ *   so one caller's bad input would fail the others' calls of that turn. The callers keep such
+ *   keys out (no row can have one), besides GetGroup validating its uid and authorization
+ *   reading grants only for a UIDP subject.
  * - At most `maxKeys` distinct keys per query (a query's parameter stays small and its plan
  *   an index lookup per key): the key past the cap starts the next batch of the same turn.
  */

@@ -169,6 +169,8 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
     count: lists.count,
 
     async grantsOf(identityUid) {
+      // As groups.get: no identity uid holds a NUL, and it must not fail the shared query.
+      if (identityUid.includes("\0")) return [];
       const rows = await readGrants(identityUid);
       return rows.map((r) => ({ groupUid: r.groupUid, capabilities: JSON.parse(r.capabilities) as number[] }));
     },
