@@ -22,6 +22,10 @@
  * PostgreSQL reports as retryable is run again (transaction.ts).
  *
  * Group names are not unique under a parent (on SQLite neither): only repos have that rule.
+ *
+ * `get` locks nothing and runs outside any transaction: the gets of one event-loop turn share
+ * one query (point-reads.ts). The writers here read their rows through their transaction
+ * (lockGroup), never through `get`.
  */
 import { and, asc, count, eq, isNull, or, type SQL, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
@@ -32,6 +36,7 @@ import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } fr
 import { newUidp, rootOf } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
+import { createPointReads } from "./point-reads.js";
 import { accountAssociations, advisories, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
 
@@ -73,19 +78,24 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
   };
 
   /**
-   * GetGroup's read, the hottest query: built once, and a named statement, so neither drizzle
+   * GetGroup's read, the hottest query: the reads of one event-loop turn go as one query for
+   * all their uids (point-reads.ts), built once and a named statement, so neither drizzle
    * (building the SQL) nor PostgreSQL (parsing and planning it, once per connection) repeats
    * that work per call (docs/performance.md, "On PostgreSQL").
    */
-  const getByUid = db
+  const getManyByUid = db
     .select()
     .from(groups)
-    .where(eq(groups.uid, sql.placeholder("uid")))
-    .prepare("trellis_groups_get");
+    .where(sql`${groups.uid} = ANY(${sql.placeholder("uids")}::text[])`)
+    .prepare("trellis_groups_get_many");
+  const readGroup = createPointReads<GroupRecord>({ read: (uids) => getManyByUid.execute({ uids }), keyOf: (g) => g.uid });
 
   return {
     async get(uid) {
-      const [row] = await getByUid.execute({ uid });
+      // PostgreSQL refuses a NUL in a text parameter, and no uid has one (SQLite finds no row
+      // either): kept out of the shared query, where it would fail the other calls' reads.
+      if (uid.includes("\0")) return undefined;
+      const [row] = await readGroup(uid);
       return row;
     },
 

@@ -16,8 +16,9 @@
  * - update and delete lock the binding FOR UPDATE, so the guard judges the row they change;
  *   an owner binding's organization's owner bindings are locked before it (iam-locks.ts
  *   `lockOwnerBindings`), the one order in which owner bindings are locked.
- * grantsOf is one plain read per call, as on SQLite: a binding deleted on any replica stops
- * granting on the next call on every replica.
+ * grantsOf is a plain read per call, as on SQLite (batched with the other calls' of the same
+ * event-loop turn, point-reads.ts, which reads after each call arrived): a binding deleted on
+ * any replica stops granting on the next call on every replica.
  */
 import { and, eq, ne, sql } from "drizzle-orm";
 import { alreadyExists, type FieldViolation, invalidArgument, notFound } from "../../errors/api-error.js";
@@ -29,6 +30,7 @@ import { isAncestorOrSelf, newUidp } from "../uidp.js";
 import type { PgDb } from "./connection.js";
 import { keysetPages } from "./list-query.js";
 import { runGuard } from "./grant-view.js";
+import { createPointReads } from "./point-reads.js";
 import { lockBindingTriples, lockOwnerBindings, lockParentGroup, requireOwnersRemain } from "./iam-locks.js";
 import { groups, identities, roleBindings, roles } from "./schema.js";
 import { type Tx, writeTransaction } from "./transaction.js";
@@ -82,6 +84,18 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
     ]);
 
   const lists = keysetPages(db, { table: roleBindings, orders: ROLE_BINDING_ORDERS, where, select: read });
+
+  /**
+   * The caller's bindings, read by authorization on every call of a user's token: the reads
+   * of one event-loop turn go as one prepared query for all their identities (point-reads.ts).
+   */
+  const grantsOfMany = db
+    .select({ identityUid: roleBindings.identityUid, groupUid: roleBindings.groupUid, capabilities: roles.capabilities })
+    .from(roleBindings)
+    .innerJoin(roles, eq(roles.uid, roleBindings.roleUid))
+    .where(sql`${roleBindings.identityUid} = ANY(${sql.placeholder("identityUids")}::text[])`)
+    .prepare("trellis_role_bindings_grants_of_many");
+  const readGrants = createPointReads({ read: (identityUids) => grantsOfMany.execute({ identityUids }), keyOf: (r) => r.identityUid });
 
   return {
     async get(uid) {
@@ -155,11 +169,9 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
     count: lists.count,
 
     async grantsOf(identityUid) {
-      const rows = await db
-        .select({ groupUid: roleBindings.groupUid, capabilities: roles.capabilities })
-        .from(roleBindings)
-        .innerJoin(roles, eq(roles.uid, roleBindings.roleUid))
-        .where(eq(roleBindings.identityUid, identityUid));
+      // As groups.get: no identity uid holds a NUL, and it must not fail the shared query.
+      if (identityUid.includes("\0")) return [];
+      const rows = await readGrants(identityUid);
       return rows.map((r) => ({ groupUid: r.groupUid, capabilities: JSON.parse(r.capabilities) as number[] }));
     },
   };
