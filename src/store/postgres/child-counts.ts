@@ -8,6 +8,13 @@
  * Exact, never stale: the triggers write in the same transaction as the rows, so a reader's
  * snapshot sees a row and its count together or neither, on every replica, whoever wrote them.
  *
+ * What it locks: each INSERT or DELETE on a counted table upserts one counter row per parent
+ * it touched, on the writing connection's stripe (pg_backend_pid() % 32), and holds that row
+ * lock to commit. Two writers under one parent wait for each other only when their
+ * connections share a stripe; rows are upserted in key order, so two writers never take two
+ * counter rows in opposite orders within one statement (a deadlock across statements is
+ * detected by PostgreSQL and retried like any other, transaction.ts). Readers take no lock.
+ *
  * Only a filter that means exactly "the rows whose parent column is P" (or "the roots", whose
  * parent is null, kept under '') reads the counter; anything else that narrows the rows (a
  * name, a class, an ancestor or id filter, an authorization scope that restricts) keeps

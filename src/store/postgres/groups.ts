@@ -84,8 +84,6 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
     .where(eq(groups.uid, sql.placeholder("uid")))
     .prepare("trellis_groups_get");
 
-  const readChildCount = childCountReader(db);
-
   return {
     async get(uid) {
       const [row] = await getByUid.execute({ uid });
@@ -207,7 +205,7 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
       const condition = where(filter);
       if (condition === null) return 0;
       const counted = countedChildren("groups", filter);
-      if (counted !== undefined) return readChildCount(counted);
+      if (counted !== undefined) return childCountReader(db)(counted);
       const [row] = await db.select({ n: count() }).from(groups).where(condition);
       return row?.n ?? 0;
     },
