@@ -17,7 +17,8 @@
  * - total_count: counted once on the first page of a chain and carried in the token, so
  *   following pages never re-count (it is the count as of the first page). The store also
  *   remembers each count until the database next changes (src/store/sqlite/count-cache.ts), so a
- *   first page repeated over unchanged data does not count again either.
+ *   first page repeated over unchanged data does not count again either; PostgreSQL reads the
+ *   count of "the children of P" from counters kept with the rows (src/store/postgres/child-counts.ts).
  */
 import { createHash } from "node:crypto";
 import { invalidField } from "../errors/api-error.js";

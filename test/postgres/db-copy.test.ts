@@ -20,6 +20,7 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { type CliRunner, cliRunner } from "../support/cli.js";
 import { describePostgres, freshPostgresDatabase } from "../support/postgres.js";
 import { rest } from "../support/rest.js";
+import { checkChildCounts } from "../support/child-counts.js";
 
 const FIXTURES = path.join(import.meta.dirname, "../fixtures");
 const TABLES = COPY_ORDER.map((t) => getTableConfig(t));
@@ -163,6 +164,11 @@ describePostgres("trellis db copy", () => {
       const next = await client.query("INSERT INTO tag_history (tag_uid, digest, move_time) VALUES ($1, 'sha256:x', 1) RETURNING seq", [tag]);
       expect(Number(next.rows[0].seq)).toBeGreaterThan(max);
       await client.query("DELETE FROM tag_history WHERE seq = $1", [next.rows[0].seq]);
+      // The counts PostgreSQL keeps with the rows (not a table of SQLite's) were made by its
+      // triggers from the rows copied.
+      const counters = await checkChildCounts(client);
+      expect(counters.mismatches).toEqual([]);
+      expect(counters.parents).toBeGreaterThan(5);
     } finally {
       await client.end();
     }
@@ -174,6 +180,13 @@ describePostgres("trellis db copy", () => {
       /db copy refused: the target database is not empty \(rows in groups, server_keys, .*\); db copy only fills an empty database, so nothing was written/,
     );
     expect(await rowCounts(url)).toEqual(before);
+    const after = new pg.Client({ connectionString: url });
+    await after.connect();
+    try {
+      expect((await checkChildCounts(after)).mismatches).toEqual([]);
+    } finally {
+      await after.end();
+    }
   });
 
   it("lets only one of two copies started together into one empty database fill it; the other is refused", async () => {

@@ -104,7 +104,11 @@ describePostgres("PostgreSQL schema", () => {
   it("has the SQLite schema's tables, columns, keys, indexes and foreign keys, under the same names", async () => {
     const expected = sqliteShape(sqlite);
     expect(Object.keys(expected).length).toBeGreaterThan(15);
-    expect(await postgresShape(postgres)).toEqual(expected);
+    const actual = await postgresShape(postgres);
+    // PostgreSQL's one table of its own: counts derived from the rows by triggers (schema.ts).
+    expect(actual.child_counts?.columns).toEqual(["kind not null pk2", "n not null", "parent_uid not null pk1", "stripe not null pk3"]);
+    delete actual.child_counts;
+    expect(actual).toEqual(expected);
   });
 
   it('compares every text column bytewise (COLLATE "C"), as SQLite does', async () => {

@@ -23,6 +23,7 @@ import { type ContainsText, textEquals } from "../list-predicates.js";
 import { advisoryListConditions } from "../registry-filters.js";
 import type { UpsertOutcome } from "../repos.js";
 import { newUidp } from "../uidp.js";
+import { countedChildren } from "./child-counts.js";
 import type { PgDb } from "./connection.js";
 import { lockParentGroup } from "./iam-locks.js";
 import { keysetPages } from "./list-query.js";
@@ -106,7 +107,7 @@ export async function upsertAdvisoryInTx(tx: Tx, parentUid: string, f: AdvisoryF
 }
 
 export function createPostgresAdvisoriesRepository(db: PgDb): AdvisoriesRepository {
-  const pages = keysetPages(db, { table: advisories, orders: ADVISORY_ORDERS, where: advisoryListWhere });
+  const pages = keysetPages(db, { table: advisories, orders: ADVISORY_ORDERS, where: advisoryListWhere, counted: (f) => countedChildren("advisories", f) });
   return {
     async get(uid) {
       return readSnapshot(db, async (tx) => {

@@ -16,6 +16,10 @@
  * to one function, `rowChecksum`, that writes every value in one canonical form: the same code
  * digests the rows as read from SQLite while copying and as read back from PostgreSQL before
  * commit. Counts and digests must match for every table, or nothing is committed.
+ *
+ * `child_counts`, PostgreSQL's own table of counts derived from the rows (schema.ts), is not
+ * copied: SQLite has no such table, and the triggers that keep it fill it from the rows as
+ * they are inserted, in the same transaction.
  */
 import { createHash, type Hash } from "node:crypto";
 import fs from "node:fs";

@@ -34,6 +34,7 @@ import { builtInRoleUid } from "../builtin-roles.js";
 import { GROUP_CHILD_KINDS, type GroupListFilter, type GroupOrder, type GroupRecord, type GroupsRepository } from "../groups.js";
 import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp, rootOf } from "../uidp.js";
+import { childCountReader, countedChildren } from "./child-counts.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
 import { createPointReads } from "./point-reads.js";
@@ -213,6 +214,8 @@ export function createPostgresGroupsRepository(db: PgDb): GroupsRepository {
     async count(filter) {
       const condition = where(filter);
       if (condition === null) return 0;
+      const counted = countedChildren("groups", filter);
+      if (counted !== undefined) return childCountReader(db)(counted);
       const [row] = await db.select({ n: count() }).from(groups).where(condition);
       return row?.n ?? 0;
     },

@@ -25,6 +25,7 @@ import {
 import { allOf, keysetClauses, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { identityRecordOf, newUserIdentityRow, parseIdentityMetadata, relationshipColumns } from "../identity-rows.js";
 import { newUidp } from "../uidp.js";
+import { childCountReader, countedChildren } from "./child-counts.js";
 import type { PgDb } from "./connection.js";
 import { runGuard } from "./grant-view.js";
 import { lockParentGroup, requireOwnersRemain } from "./iam-locks.js";
@@ -48,6 +49,8 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
       f.kind !== undefined ? eq(identities.relationshipType, RELATIONSHIP_TYPES[f.kind]) : undefined,
       withinConditions(identities.uid, f.within),
     ]);
+
+  const readChildCount = childCountReader(db);
 
   return {
     async get(uid) {
@@ -123,6 +126,8 @@ export function createPostgresIdentitiesRepository(db: PgDb): IdentitiesReposito
     },
 
     async count(filter) {
+      const counted = countedChildren("identities", filter);
+      if (counted !== undefined) return readChildCount(counted);
       const [row] = await db.select({ n: count() }).from(identities).where(where(filter));
       return row?.n ?? 0;
     },

@@ -5,12 +5,14 @@
  * by (order column, uid), continue after the previous page's last row with a row-value
  * comparison; `offset` only serves `skip`). Unlike SQLite's list-query.ts nothing is cached
  * here: the server plans each statement, and a count cached by one replica would be stale on
- * the others.
+ * the others. A List of "the children of P" reads its count from the counters the database
+ * keeps with the rows instead (child-counts.ts), when its source says how.
  */
 import { asc, count, getTableColumns, type SQL } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { allOf, keysetClauses } from "../list-predicates.js";
 import type { KeysetQuery } from "../lists.js";
+import { type CountedChildren, childCountReader } from "./child-counts.js";
 import type { PgDb } from "./connection.js";
 import type { Tx } from "./transaction.js";
 
@@ -34,6 +36,8 @@ export interface KeysetSource<T extends PgTable, F, O extends string, Row> {
   readonly where: (filter: F) => SQL | undefined;
   /** The select a page reads, when not `table`'s own columns (a read with joins). */
   readonly select?: (conn: Conn) => PageableSelect<Row>;
+  /** The counter that is `filter`'s exact count, when there is one (child-counts.ts); else count(*). */
+  readonly counted?: (filter: F) => CountedChildren | undefined;
 }
 
 /**
@@ -52,6 +56,7 @@ export function keysetPages<T extends PgTable, F, O extends string, Row = T["$in
     orderColumns.set(order, column);
   }
   const select = source.select ?? ((conn: Conn) => conn.select().from(table as PgTable) as unknown as PageableSelect<Row>);
+  const readChildCount = childCountReader(db);
 
   return {
     /** One keyset page of rows matching `filter`, on `conn` (the pool unless a transaction is given). */
@@ -65,8 +70,10 @@ export function keysetPages<T extends PgTable, F, O extends string, Row = T["$in
         .offset(page.offset);
     },
 
-    /** count(*) of the rows `filter` matches (over the table alone: a page's joins never drop a row). */
+    /** How many rows `filter` matches: the counter, or count(*) over the table alone (a page's joins never drop a row). */
     async count(filter: F): Promise<number> {
+      const counted = source.counted?.(filter);
+      if (counted !== undefined) return readChildCount(counted);
       const [row] = await db
         .select({ n: count() })
         .from(table as PgTable)

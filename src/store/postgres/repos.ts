@@ -20,6 +20,7 @@ import { allOf, textEquals, uidpConditions, withinConditions } from "../list-pre
 import { repoColumns, repoNameTaken, repoRecordOf, repoUnchanged } from "../registry-rows.js";
 import { REPO_ORDERS, type RepoFields, type RepoListFilter, type RepoRecord, type ReposRepository, type UpsertOutcome } from "../repos.js";
 import { newUidp } from "../uidp.js";
+import { countedChildren } from "./child-counts.js";
 import type { PgDb } from "./connection.js";
 import { lockParentGroup } from "./iam-locks.js";
 import { keysetLists } from "./list-query.js";
@@ -146,6 +147,6 @@ export function createPostgresReposRepository(db: PgDb): ReposRepository {
       });
     },
 
-    ...keysetLists(db, { table: repos, orders: REPO_ORDERS, where, toRecord: repoRecordOf }),
+    ...keysetLists(db, { table: repos, orders: REPO_ORDERS, where, counted: (f) => countedChildren("repos", f), toRecord: repoRecordOf }),
   };
 }

@@ -27,6 +27,7 @@ import type { GrantView } from "../grant-view.js";
 import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { type NewRoleBinding, ROLE_BINDING_ORDERS, type RoleBindingListFilter, type RoleBindingRecord, type RoleBindingsRepository } from "../role-bindings.js";
 import { isAncestorOrSelf, newUidp } from "../uidp.js";
+import { countedChildren } from "./child-counts.js";
 import type { PgDb } from "./connection.js";
 import { keysetPages } from "./list-query.js";
 import { runGuard } from "./grant-view.js";
@@ -83,7 +84,7 @@ export function createPostgresRoleBindingsRepository(db: PgDb): RoleBindingsRepo
       f.roleUid !== undefined ? textEquals(roleBindings.roleUid, f.roleUid) : undefined,
     ]);
 
-  const lists = keysetPages(db, { table: roleBindings, orders: ROLE_BINDING_ORDERS, where, select: read });
+  const lists = keysetPages(db, { table: roleBindings, orders: ROLE_BINDING_ORDERS, where, select: read, counted: (f) => countedChildren("role_bindings", f) });
 
   /**
    * The caller's bindings, read by authorization on every call of a user's token: the reads

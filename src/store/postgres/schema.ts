@@ -18,7 +18,7 @@
  *   can insert the source's values (the copy then moves the sequence past them).
  */
 import { sql } from "drizzle-orm";
-import { type AnyPgColumn, bigint, boolean, customType, index, integer, pgTable, primaryKey, uniqueIndex } from "drizzle-orm/pg-core";
+import { type AnyPgColumn, bigint, boolean, customType, index, integer, pgTable, primaryKey, smallint, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** Text compared bytewise, as SQLite's default BINARY collation does (see the header). */
 const ctext = customType<{ data: string; driverData: string }>({
@@ -534,4 +534,33 @@ export const scimCredentials = pgTable(
     updateTime: millis("update_time").notNull(),
   },
   (t) => [index("scim_credentials_token_idx").on(t.tokenHash), index("scim_credentials_previous_token_idx").on(t.previousTokenHash)],
+);
+
+/**
+ * PostgreSQL only, derived: how many rows of each counted kind each parent has, so the first
+ * page of a List of "the children of P" reads its total_count here instead of counting them
+ * (src/store/postgres/child-counts.ts says which Lists, and why the answer is exact). Written
+ * by triggers on the counted tables only (their migration holds the functions), never by a
+ * repository, so every writer keeps it right: every repository, the importer, `trellis db
+ * copy`, a cascaded delete, an older replica that knows nothing of it. Not in SQLite's schema
+ * (SQLite remembers its counts in memory instead) and not copied by `trellis db copy`: the
+ * triggers rebuild it from the rows copied.
+ *
+ * One parent's count of one kind is the sum of up to STRIPES rows: each writing connection
+ * adds to its own stripe (its backend pid modulo STRIPES), so concurrent creates under one
+ * parent rarely queue on one row lock held to commit. `parent_uid` is '' for the roots (a
+ * null parent); a real uid is never empty. Parent first in the key, so a deleted parent's rows
+ * go in one index range.
+ */
+export const childCounts = pgTable(
+  "child_counts",
+  {
+    parentUid: ctext("parent_uid").notNull(),
+    /** The counted table's name; tags add their generated class ("tags.0" … "tags.3"), which ListTags filters on. */
+    kind: ctext("kind").notNull(),
+    stripe: smallint("stripe").notNull(),
+    /** This stripe's share of the count (a stripe may be negative: rows created on one connection, deleted on another). */
+    n: bigint("n", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.parentUid, t.kind, t.stripe] })],
 );

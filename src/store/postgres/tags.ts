@@ -17,10 +17,11 @@ import { and, count, eq, max } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
 import { textEquals } from "../list-predicates.js";
 import { tagHistoryQuery, tagListConditions, tagsSummaryQueries } from "../registry-filters.js";
-import { type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
+import { includedClasses, type TagColumns, tagColumns, tagNameTaken, tagRecordOf, tagUnchanged } from "../registry-rows.js";
 import type { UpsertOutcome } from "../repos.js";
-import { TAG_ORDERS, type TagFields, type TagListFilter, type TagRecord, type TagsRepository } from "../tags.js";
+import { GeneratedTag, TAG_ORDERS, type TagFields, type TagListFilter, type TagRecord, type TagsRepository } from "../tags.js";
 import { newUidp } from "../uidp.js";
+import { type CountedChildren, countedChildren } from "./child-counts.js";
 import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
 import { findOrInsert, lockRepo, requireRepo, type TagRow, uniqueViolationAs } from "./registry-locks.js";
@@ -33,6 +34,18 @@ const NAME_INDEX = "tags_repo_name_idx";
 /** The WHERE of a tag list over this engine's table (also the end-of-life list's). */
 export function tagListWhere(f: TagListFilter) {
   return tagListConditions(tags, f);
+}
+
+/**
+ * A tag list's counter (child-counts.ts): the repo's tags are counted per generated class
+ * ("tags.<class>", as the triggers key them), so the list's `include` is the kinds it adds up.
+ */
+function countedTags(f: TagListFilter): CountedChildren | undefined {
+  const { include, ...rest } = f;
+  const counted = countedChildren("tags", rest);
+  if (counted === undefined) return undefined;
+  const classes = includedClasses(include) ?? Object.values(GeneratedTag);
+  return { parent: counted.parent, kinds: classes.map((c) => `tags.${c}`) };
 }
 
 /** The repo's tag of that name (locked FOR UPDATE when `lock`), if any. */
@@ -111,7 +124,7 @@ export function createPostgresTagsRepository(db: PgDb): TagsRepository {
       });
     },
 
-    ...keysetLists(db, { table: tags, orders: TAG_ORDERS, where: tagListWhere, toRecord: tagRecordOf }),
+    ...keysetLists(db, { table: tags, orders: TAG_ORDERS, where: tagListWhere, counted: countedTags, toRecord: tagRecordOf }),
 
     async replace(uid, fields, now) {
       try {
