@@ -42,6 +42,15 @@ export const MAX_LOCK_MS = 400;
  * writer its turn.
  */
 export const YIELD_MS = 110;
+/**
+ * How many times a transaction that could not begin is tried before the import stops. SQLite's
+ * busy wait probes the lock at growing intervals (up to 100 ms apart), so beside a server that
+ * commits many short writes a second it can miss every gap between them within one wait (CI
+ * saw an import refused while the server was merely busy). Three waits still stop promptly
+ * when another writer really holds the lock. Only a transaction of which nothing ran is tried
+ * again, so no record is applied or counted twice.
+ */
+export const LOCK_ATTEMPTS = 3;
 /** How many rejections the summary explains one by one. */
 export const REJECTIONS_SHOWN = 10;
 
@@ -183,7 +192,7 @@ export async function importFiles(target: StoreTarget, files: readonly string[],
     // Beside the server: no data-directory lock, so a running server keeps serving.
     store = await openStore({ ...target, access: "beside" });
   } catch (err) {
-    if (isBusy(err)) throw lockRefused(where, summary);
+    if (isBusy(err)) throw lockRefused(where, summary, TOOL_LOCK_WAIT_MS);
     throw err;
   }
   if (options.group !== undefined && !(await store.repositories.groups.get(options.group))) {
@@ -210,13 +219,24 @@ export async function importFiles(target: StoreTarget, files: readonly string[],
     for (const o of outcomes) summary[o]++;
   };
 
-  /** One write transaction; a lock held by another writer past the bound stops the import. */
+  /**
+   * One write transaction; a lock another writer holds through LOCK_ATTEMPTS waits (or one
+   * that stops the transaction after its work began) stops the import.
+   */
   const transaction = async <T>(work: (tx: ImportTransaction) => Promise<T>): Promise<T> => {
-    try {
-      return await store.importer.transaction(work);
-    } catch (err) {
-      if (isBusy(err)) throw lockRefused(where, summary);
-      throw err;
+    for (let attempt = 1; ; attempt++) {
+      let began = false;
+      try {
+        return await store.importer.transaction((tx) => {
+          began = true;
+          return work(tx);
+        });
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+        if (began) throw lockRefused(where, summary, TOOL_LOCK_WAIT_MS);
+        if (attempt >= LOCK_ATTEMPTS) throw lockRefused(where, summary, attempt * TOOL_LOCK_WAIT_MS);
+        await new Promise((r) => setTimeout(r, YIELD_MS));
+      }
     }
   };
 
@@ -271,13 +291,13 @@ export async function importFiles(target: StoreTarget, files: readonly string[],
   }
 }
 
-function lockRefused(where: string, summary: ImportSummary): LockRefused {
+function lockRefused(where: string, summary: ImportSummary, waitedMs: number): LockRefused {
   const done =
     summary.records === 0
       ? "Nothing was imported."
       : `The ${summary.records} records before this batch are committed; re-running the import is safe (it updates in place).`;
   return new LockRefused(
     `cannot take the write lock on the database in ${where}: another process is writing to it ` +
-      `(still busy after ${TOOL_LOCK_WAIT_MS} ms). ${done} Try again when it is idle.`,
+      `(still busy after ${waitedMs} ms). ${done} Try again when it is idle.`,
   );
 }

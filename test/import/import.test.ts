@@ -196,7 +196,7 @@ describe("trellis import", () => {
       const r = await run(["--group", org, OSV_DIR]);
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(
-        /^trellis import: cannot take the write lock on the database in .*: another process is writing to it \(still busy after \d+ ms\)\. Nothing was imported\. Try again when it is idle\.\n$/,
+        /^trellis import: cannot take the write lock on the database in .*: another process is writing to it \(still busy after 3000 ms\)\. Nothing was imported\. Try again when it is idle\.\n$/,
       );
       expect(r.stdout).toBe("");
     } finally {
@@ -250,9 +250,9 @@ describe("trellis import", () => {
         lines.push(JSON.stringify({ repo_name: "bulk", tag: { name: `v${i}`, digest: `sha256:${i.toString(16).padStart(64, "0")}` } }));
       }
       fs.writeFileSync(feed, lines.join("\n"));
-      const child = new Promise<{ code: number; stdout: string }>((resolve) => {
-        execFile("node", ["bin/trellis.mjs", "import", "--data", t.dataDir, "--group", org, feed], (err, stdout) =>
-          resolve({ code: err ? Number(err.code) : 0, stdout }),
+      const child = new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile("node", ["bin/trellis.mjs", "import", "--data", t.dataDir, "--group", org, feed], (err, stdout, stderr) =>
+          resolve({ code: err ? Number(err.code) : 0, stdout, stderr }),
         );
       });
       let finished = false;
@@ -265,7 +265,8 @@ describe("trellis import", () => {
         statuses.push(res.status);
       }
       const result = await child;
-      expect(result.stdout).toMatch(/^import: 3001 loaded, 0 updated, 0 unchanged, 0 rejected /);
+      // Its stderr says why, should it fail.
+      expect(result.stdout, result.stderr).toMatch(/^import: 3001 loaded, 0 updated, 0 unchanged, 0 rejected /);
       expect(result.code).toBe(0);
       expect(statuses.filter((s) => s !== 200)).toEqual([]);
       const tags = await rest(t.url, "GET", `/registry/v2beta1/tags?uidp.descendants_of=${org}&name=v2999`);
