@@ -7,8 +7,6 @@
  * and the replicas' ports (free ones). `npx trellis` runs this checkout's program
  * (test/docs/shell-blocks.ts). The working directory holds `./data`, a SQLite deployment made
  * through a real server, which the second part moves to PostgreSQL.
- *
- * The README shows the same two-replica block; it must be the same text as the one run here.
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -81,12 +79,8 @@ describePostgres(DOC, () => {
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
-  it("marks every block it does not run with a reason, and the README shows the same two-replica block", () => {
+  it("marks every block it does not run with a reason", () => {
     expect(parsed.problems).toEqual([]);
-    const replicas = parsed.blocks.find((b) => b.id === "scale-out-replicas");
-    expect(replicas).toBeDefined();
-    const readme = parseShellBlocks(fs.readFileSync(path.join(ROOT, "README.md"), "utf8"));
-    expect(readme.blocks.map((b) => b.text)).toContain(replicas?.text);
   });
 
   it("runs every block in order, as written, in one shell: two replicas on one database, then a SQLite deployment moved", async () => {
