@@ -1,27 +1,38 @@
 /**
- * The docs, executed as a reader follows them. For each document below, one fresh server
- * (a fresh data directory in a fresh working directory, a free port), then every shell
- * block in order, exactly as written, in bash with `set -euo pipefail`. Only two things are
- * substituted: `npm start` (the server is already running: it becomes `:`) and the server
- * address (`127.0.0.1:8080` becomes the test server's; `TRELLIS_API` points the CLI at it).
- * `npx trellis` and `npx buf` run this checkout's program and buf, as they do in a checkout;
- * the working directory has `./data` (the server's) and `examples/` (this checkout's).
+ * The docs, executed as a reader follows them: README.md, then the documents below in that
+ * order, every shell block exactly as written, one after another in what behaves as ONE bash
+ * session (variables and the working directory carry from block to block, session.ts),
+ * against ONE server started the way the README starts it (`npm start --silent`, in a
+ * directory that looks like the checkout, with `./data` of its own). Two things differ from a
+ * reader's terminal: the server listens on a free port (`TRELLIS_ADDR=127.0.0.1:0`), so the
+ * README's one `export TRELLIS_API=http://127.0.0.1:8080` gets that address instead, and
+ * `npx trellis` / `npx buf` skip npm's start-up (shell-blocks.ts PREAMBLE).
  *
  * Blocks that cannot run in CI are marked `<!-- docs-test: skip (reason) -->` in the
  * markdown; commands that must fail say so with `# exits N` (shell-blocks.ts). Where the
  * text states what a block prints, the block carries `<!-- docs-test: id NAME -->` and
- * EXPECTATIONS below checks it.
+ * EXPECTATIONS below checks it. Besides, every block must stop the processes it starts, and
+ * every document must leave the working directory (and the temporary directory) as it found
+ * them.
  */
-import { execFile } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApp, type TestApp } from "../support/app.js";
-import { PREAMBLE, parseShellBlocks, type ShellBlock, toScript } from "./shell-blocks.js";
+import { leftInGroup, makeReaderCheckout, ROOT, runInGroup, sessionScript, signalGroup } from "./session.js";
+import { parseShellBlocks, toScript } from "./shell-blocks.js";
 
-const ROOT = path.resolve(".");
+/** The documents whose blocks run here, in reading order (README.md's "Read on" leads there). */
 const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md"];
+/** Documents whose blocks another runner executes. */
+const RUN_ELSEWHERE: Record<string, string> = { "docs/scale-out.md": "test/postgres/scale-out-docs.test.ts" };
+/** The address the docs are written for; the README sets it once. */
+const DOC_ADDRESS = "127.0.0.1:8080";
+
+const ALL_DOCS = ["README.md", ...fs.readdirSync(path.join(ROOT, "docs")).map((f) => `docs/${f}`)].filter((f) => f.endsWith(".md"));
+const parsed = new Map(ALL_DOCS.map((doc) => [doc, parseShellBlocks(fs.readFileSync(path.join(ROOT, doc), "utf8"))]));
+const runBlocks = (doc: string) => (parsed.get(doc)?.blocks ?? []).filter((b) => b.skip === undefined);
 
 /** Every JSON value printed on its own line(s): curl answers followed by `; echo`. */
 function jsonLines(stdout: string): unknown[] {
@@ -37,6 +48,9 @@ type Json = any;
 
 /** What the text around a block says it prints, by the block's id. */
 const EXPECTATIONS: Record<string, (out: Output) => void> = {
+  "readme-address": ({ stdout }) => {
+    expect(JSON.parse(stdout)).toEqual({ status: "ok" });
+  },
   "readme-tokens": ({ stdout }) => {
     expect((jsonLines(stdout)[0] as Json).groups).toBeInstanceOf(Array);
   },
@@ -44,42 +58,35 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
     expect(stdout.split("\n")).toContain("chainguard.platform.iam.v2beta1.GroupsService");
     expect(JSON.parse(stdout.slice(stdout.indexOf("{")))).toMatchObject({ name: "grpc demo" });
   },
+  "readme-grpc-web": ({ stdout }) => {
+    expect(JSON.parse(stdout).groups.map((g: Json) => g.name)).toContain("grpc demo");
+  },
   "readme-connect": ({ stdout }) => {
     expect(JSON.parse(stdout).groups.map((g: Json) => g.name)).toContain("grpc demo");
   },
   "readme-rest": ({ stdout }) => {
-    const [team, list, patched, invalid, notEmpty, v1] = jsonLines(stdout) as Json[];
-    expect(team).toMatchObject({ name: "team", description: "first folder" });
+    const [team, list, invalid] = jsonLines(stdout) as Json[];
+    expect(team).toMatchObject({ name: "team" });
     expect(list.groups.map((g: Json) => g.name)).toEqual(["team"]);
     expect(list.totalCount).toBe("1");
-    expect(patched).toMatchObject({ name: "rest demo", description: "renamed" });
-    // "HTTP 400 with {code: 3, message: ...}", then "400 and code 9".
+    // "HTTP 400 with {code: 3, message: ...}", ErrorInfo first, reason the code's name here.
     expect(invalid).toMatchObject({ code: 3, message: 'Invalid argument: name: name must match "^[a-z0-9 ._-]{1,}$"' });
-    expect(invalid.details[0]["@type"]).toBe("type.googleapis.com/google.rpc.ErrorInfo");
-    expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child groups" });
-    expect(v1.items[0]).toMatchObject({ name: "rest demo", description: "renamed" });
-  },
-  "readme-registry": ({ stdout }) => {
-    expect(stdout).toContain("import: 13 loaded, 0 updated, 0 unchanged, 0 rejected");
-    const [tags, advisories, repos, notEmpty] = jsonLines(stdout) as Json[];
-    expect(tags.tags.map((t: Json) => t.name)).toEqual(["1.26", "1.27", "latest"]);
-    expect(advisories.advisories.map((a: Json) => `${a.advisoryId} ${a.artifactName}`).sort()).toEqual([
-      "EXAMPLE-2026-0001 openssl",
-      "EXAMPLE-2026-0002 nginx-mod-openssl",
-    ]);
-    expect(repos.repos.map((r: Json) => r.name).sort()).toEqual(["busybox", "nginx", "python"]);
-    // "code 9, Precondition failed: cannot delete group with child repos, RESOURCE_NOT_EMPTY"
-    expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child repos" });
-    expect(JSON.stringify(notEmpty.details)).toContain("RESOURCE_NOT_EMPTY");
+    expect(invalid.details[0]).toMatchObject({
+      "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+      reason: "INVALID_ARGUMENT",
+      domain: "iam.chainguard.dev",
+    });
   },
   "readme-cli": ({ stdout }) => {
-    expect(stdout).toMatch(/name: viewer/);
-    expect(stdout).toMatch(/name: ci-bot/);
+    expect(stdout).toMatch(/^name: cli demo$/m);
   },
   "cli-first-binding": ({ stdout }) => {
     const bindings = JSON.parse(stdout.slice(stdout.lastIndexOf("\n[") + 1));
     expect(bindings).toHaveLength(1);
     expect(bindings[0]).toMatchObject({ role: { name: "viewer" }, identity: { name: "ci-bot" } });
+  },
+  "cli-fast-path": ({ stdout }) => {
+    expect(stdout).toMatch(/^[0-9a-f]{40}\n$/);
   },
   "cli-exit-codes": ({ stderr }) => {
     expect(stderr).toContain("code: FAILED_PRECONDITION");
@@ -110,67 +117,140 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
   },
   "import-sample": ({ stdout }) => {
     const summaries = stdout.split("\n").filter((l) => l.startsWith("import: "));
-    expect(summaries[0]).toMatch(/^import: 13 loaded, 0 updated, 0 unchanged, 0 rejected /);
+    expect(summaries[0]).toMatch(/^import: 13 loaded, 0 updated, 0 unchanged, 0 rejected \(12 records from 4 files /);
     expect(summaries[1]).toMatch(/^import: 0 loaded, 0 updated, 13 unchanged, 0 rejected /);
     expect(summaries[2]).toMatch(/^import: 0 loaded, 0 updated, 0 unchanged, 1 rejected /);
-    expect(stdout.trim().split("\n").slice(-2)).toEqual([
-      expect.stringMatching(/^[0-9a-f]{40}\/[0-9a-f]{16}$/),
-      expect.stringMatching(/^[0-9a-f]{40}\/[0-9a-f]{16}$/),
+    const [tags, advisories, repos, notEmpty] = jsonLines(stdout) as Json[];
+    expect(tags.tags.map((t: Json) => t.name)).toEqual(["1.26", "1.27", "latest"]);
+    expect(advisories.advisories.map((a: Json) => `${a.advisoryId} ${a.artifactName}`).sort()).toEqual([
+      "EXAMPLE-2026-0001 openssl",
+      "EXAMPLE-2026-0002 nginx-mod-openssl",
     ]);
+    expect(repos.repos.map((r: Json) => r.name).sort()).toEqual(["busybox", "nginx", "python"]);
+    // "code 9, Precondition failed: cannot delete group with child repos, RESOURCE_NOT_EMPTY"
+    expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child repos" });
+    expect(JSON.stringify(notEmpty.details)).toContain("RESOURCE_NOT_EMPTY");
+  },
+  "rest-walk": ({ stdout }) => {
+    const [team, patched, v1, notEmpty] = jsonLines(stdout) as Json[];
+    expect(team).toMatchObject({ name: "team", description: "first folder" });
+    expect(patched).toMatchObject({ name: "rest walk", description: "renamed" });
+    expect(v1.items).toHaveLength(1);
+    expect(v1.items[0]).toMatchObject({ name: "rest walk", description: "renamed" });
+    expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child groups" });
+    expect(JSON.stringify(notEmpty.details)).toContain("RESOURCE_NOT_EMPTY");
   },
 };
 
-async function runScript(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<Output & { code: number }> {
-  return new Promise((resolve) => {
-    execFile("bash", ["-c", script], { cwd, env, maxBuffer: 16 << 20, timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
-      resolve({ stdout, stderr, code });
+/**
+ * The README's command that starts the server, as written in its first block
+ * (`npm ci && npm start --silent   # ...`): the part after `&&`, before the comment.
+ */
+function readmeStartCommand(): string[] {
+  const first = parsed.get("README.md")?.blocks[0]?.text ?? "";
+  const line = first.split("\n").find((l) => l.includes("npm start")) ?? "";
+  return (line.split("#")[0] as string).split("&&").at(-1)?.trim().split(/\s+/) ?? [];
+}
+
+interface Server {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  readonly exited: Promise<number | null>;
+}
+
+/** Starts the server as the README says, in `cwd`, and waits for its ready line. */
+function startAsReadmeSays(cwd: string, env: NodeJS.ProcessEnv): Promise<Server> {
+  const [command, ...args] = readmeStartCommand();
+  const child = spawn(command as string, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+  return new Promise((resolve, reject) => {
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+      const ready = /listening on (http:\/\/\S+)\n/.exec(stdout);
+      if (ready) resolve({ child, url: ready[1] as string, stdout: () => stdout, stderr: () => stderr, exited });
     });
+    exited.then((code) => reject(new Error(`${readmeStartCommand().join(" ")} exited with ${code} before it was ready:\n${stdout}\n${stderr}`)));
   });
 }
 
-for (const doc of DOCS) {
-  const parsed = parseShellBlocks(fs.readFileSync(path.join(ROOT, doc), "utf8"));
+const entries = (dir: string) => fs.readdirSync(dir).sort();
 
-  describe(doc, () => {
-    let t: TestApp;
-    let work: string;
-    beforeAll(async () => {
-      work = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-docs-"));
-      fs.symlinkSync(path.join(ROOT, "examples"), path.join(work, "examples"));
-      t = await startTestApp({ dataDir: path.join(work, "data") });
-    });
-    afterAll(async () => {
-      await t?.close();
-      if (work) fs.rmSync(work, { recursive: true, force: true });
-    });
+describe("the docs, in reading order, in one session on one server", () => {
+  let base: string;
+  let work: string;
+  let env: NodeJS.ProcessEnv;
+  let server: Server | undefined;
 
-    it("marks every block it does not run with a reason, and nothing else", () => {
-      expect(parsed.problems).toEqual([]);
-      for (const id of parsed.blocks.flatMap((b) => (b.id ? [b.id] : []))) expect(Object.keys(EXPECTATIONS), `id ${id}`).toContain(id);
-    });
+  beforeAll(async () => {
+    base = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-docs-"));
+    work = path.join(base, "checkout");
+    for (const dir of [work, path.join(base, "home"), path.join(base, "tmp")]) fs.mkdirSync(dir);
+    makeReaderCheckout(work);
+    env = {
+      PATH: process.env.PATH,
+      HOME: path.join(base, "home"),
+      XDG_CONFIG_HOME: path.join(base, "home", ".config"),
+      TMPDIR: path.join(base, "tmp"),
+      LANG: "C.UTF-8",
+      DOCS_ROOT: ROOT,
+      npm_config_update_notifier: "false",
+    };
+    // The runtime the suite itself runs on goes to the blocks too: on the Node 24 run
+    // (scripts/test-node24.sh) these load better-sqlite3's build for that Node.
+    for (const name of ["NODE_OPTIONS", "TRELLIS_TEST_SQLITE_ADDON"]) {
+      if (process.env[name] !== undefined) env[name] = process.env[name];
+    }
+    server = await startAsReadmeSays(work, { ...env, TRELLIS_ADDR: "127.0.0.1:0" });
+  }, 120_000);
 
-    it("runs every shell block in order, as written, against one fresh server", async () => {
-      const url = new URL(t.url);
-      const env: NodeJS.ProcessEnv = {
-        PATH: process.env.PATH,
-        HOME: work,
-        XDG_CONFIG_HOME: path.join(work, ".config"),
-        TMPDIR: os.tmpdir(),
-        LANG: "C.UTF-8",
-        DOCS_ROOT: ROOT,
-        TRELLIS_API: t.url,
-      };
-      // The runtime the suite itself runs on goes to the blocks too: on the Node 24 run
-      // (scripts/test-node24.sh) these load better-sqlite3's build for that Node.
-      for (const name of ["NODE_OPTIONS", "TRELLIS_TEST_SQLITE_ADDON"]) {
-        if (process.env[name] !== undefined) env[name] = process.env[name];
+  afterAll(async () => {
+    if (server) signalGroup(server.child.pid as number, "SIGKILL");
+    if (base) fs.rmSync(base, { recursive: true, force: true });
+  });
+
+  it("runs or skips every shell block of every document: a skip says why, an id has its check", () => {
+    for (const [doc, { blocks, problems }] of parsed) {
+      expect(problems, doc).toEqual([]);
+      for (const id of blocks.flatMap((b) => (b.id ? [b.id] : []))) {
+        if (!(doc in RUN_ELSEWHERE)) expect(Object.keys(EXPECTATIONS), `${doc}: id ${id}`).toContain(id);
       }
-      const substitute = (text: string) => text.replaceAll("127.0.0.1:8080", url.host).replace(/\bnpm start\b/g, ":");
-      for (const block of parsed.blocks.filter((b: ShellBlock) => b.skip === undefined)) {
-        const out = await runScript(PREAMBLE + toScript(substitute(block.text)), work, env);
+      if (!DOCS.includes(doc) && !(doc in RUN_ELSEWHERE)) {
+        expect(
+          runBlocks(doc).map((b) => `${doc}:${b.line}`),
+          `${doc} is not run here: each shell block needs a skip marker`,
+        ).toEqual([]);
+      }
+    }
+  });
+
+  it("carries the server's address in one variable, set once in the README", () => {
+    const uses = DOCS.flatMap((doc) =>
+      runBlocks(doc).flatMap((b) =>
+        b.text
+          .split("\n")
+          .filter((l) => l.includes(DOC_ADDRESS))
+          .map((l) => `${doc}:${b.line}: ${l.trim()}`),
+      ),
+    );
+    expect(uses).toEqual([expect.stringMatching(/^README\.md:\d+: export TRELLIS_API=http:\/\/127\.0\.0\.1:8080\s/)]);
+  });
+
+  it("runs every shell block in reading order, as written, in one session on the server npm start runs", async () => {
+    const url = new URL((server as Server).url);
+    const state = path.join(base, "session.sh");
+    const before = entries(work);
+    for (const doc of DOCS) {
+      for (const block of runBlocks(doc)) {
+        const script = sessionScript(block.text.replaceAll(DOC_ADDRESS, url.host), state);
+        const out = await runInGroup(script, work, env, 120_000);
         const where = `${doc}:${block.line}\n--- block ---\n${block.text}\n--- stdout ---\n${out.stdout}\n--- stderr ---\n${out.stderr}`;
         expect(out.code, where).toBe(0);
+        expect(out.survivors, `processes the block started and left running\n${where}`).toEqual([]);
         if (block.id) {
           try {
             (EXPECTATIONS[block.id] as (o: Output) => void)(out);
@@ -180,9 +260,24 @@ for (const doc of DOCS) {
           }
         }
       }
-    }, 180_000);
-  });
-}
+      expect(entries(work), `${doc} left files in the working directory`).toEqual(before);
+    }
+    // What the blocks wrote under mktemp they removed. The runtimes keep caches there: tsx its
+    // compiled files (tsx-UID), Node 24 its module compile cache (node-compile-cache).
+    expect(entries(path.join(base, "tmp")).filter((f) => !/^(tsx-\d+|node-compile-cache)$/.test(f))).toEqual([]);
+  }, 400_000);
+
+  it("npm start --silent prints exactly one line, and stopping npm stops the server", async () => {
+    const running = server as Server;
+    // What a reader's `kill $!` (or Ctrl-C: SIGINT) sends: npm hands it to the server, which drains and exits.
+    process.kill(running.child.pid as number, "SIGTERM");
+    expect(await running.exited).toBe(0);
+    expect(await leftInGroup(running.child.pid as number)).toEqual([]);
+    expect(running.stdout()).toBe(`listening on ${running.url}\n`);
+    expect(running.stderr()).toContain("trellis stopped");
+    server = undefined;
+  }, 60_000);
+});
 
 describe("the docs-test markers", () => {
   it("fail a skip without a reason, an unknown directive and a marker without a block", () => {
@@ -214,9 +309,9 @@ describe("the docs-test markers", () => {
 
   it("`# exits N` checks the status of that command only", async () => {
     const ok = toScript(["false   # exits 1", "sh -c 'exit 3' \\", "  # exits 3", "echo done"].join("\n"));
-    const good = await runScript(`set -euo pipefail\n${ok}`, os.tmpdir(), process.env);
+    const good = await runInGroup(`set -euo pipefail\n${ok}`, os.tmpdir(), process.env, 20_000);
     expect(good).toMatchObject({ code: 0, stdout: "done\n" });
-    const bad = await runScript(`set -euo pipefail\n${toScript("true   # exits 2\necho not reached")}`, os.tmpdir(), process.env);
+    const bad = await runInGroup(`set -euo pipefail\n${toScript("true   # exits 2\necho not reached")}`, os.tmpdir(), process.env, 20_000);
     expect(bad.code).toBe(99);
     expect(bad.stderr).toContain("docs-test: expected exit 2, got 0");
     expect(bad.stdout).toBe("");

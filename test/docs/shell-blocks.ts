@@ -32,18 +32,15 @@ export interface ParsedDoc {
 /**
  * What the docs runners put before a block: bash's strict mode, and `npx trellis` / `npx buf`
  * as npx finds them in a checkout (this checkout's program through tsx, and its buf; the runner
- * passes the checkout as DOCS_ROOT). In a subshell (a `&` job, a command substitution) the
- * program replaces the subshell, as a real npx's child answers the signals sent to its job:
- * `kill $(jobs -p)` then stops the server itself, not only the shell around it.
+ * passes the checkout as DOCS_ROOT), without npm's own start-up. Like a real npx, the program
+ * runs as a child of something that does not hand signals on: `npx trellis serve &` then
+ * `kill $!` stops that wrapper and leaves the server running, as it does in a reader's
+ * terminal (npm exec runs the program under `sh -c`). The runners report such a survivor.
  */
 export const PREAMBLE = `set -euo pipefail
 npx() {
   case "\${1-}" in
-    trellis)
-      shift
-      if [ "$BASHPID" != "$$" ]; then exec node "$DOCS_ROOT/bin/trellis.mjs" "$@"; fi
-      node "$DOCS_ROOT/bin/trellis.mjs" "$@"
-      ;;
+    trellis) shift; node "$DOCS_ROOT/bin/trellis.mjs" "$@" ;;
     buf) shift; "$DOCS_ROOT/node_modules/.bin/buf" "$@" ;;
     *) echo "docs-test: npx $1 is not available here" >&2; return 127 ;;
   esac
