@@ -135,6 +135,24 @@ describe.each(scopedDoors)("exchange with cap/scopes over $name", (door) => {
     expect(await door.exchange(newcomer, { scopes: ["alpha"] })).toMatchObject({ code: 3, field: "scopes" });
     expect(await snapshotDb(t)).toBe(before);
   });
+
+  it("a blank cap, scopes or scope is INVALID_ARGUMENT naming the field, never a token without reduction", async () => {
+    const before = await snapshotDb(t);
+    const presented = await aliceToken();
+    // Each parses to nothing: read as "not asked", it once gave a token worth the whole identity.
+    for (const cap of [[""], [" "], [",,"], [" , "], ["groups.list,"], ["groups.list", ""], [",groups.list"]]) {
+      expect(await door.exchange(presented, { cap }), JSON.stringify(cap)).toMatchObject({ code: 3, reason: "INVALID_ARGUMENT", field: "cap" });
+    }
+    for (const scopes of [[""], [" "], [",,"], [`${alpha},`]]) {
+      expect(await door.exchange(presented, { scopes }), JSON.stringify(scopes)).toMatchObject({ code: 3, field: "scopes" });
+    }
+    for (const scope of [" ", ",", `${alpha},,`]) {
+      expect(await door.exchange(presented, { scope }), JSON.stringify(scope)).toMatchObject({ code: 3, field: "scope" });
+    }
+    expect(await snapshotDb(t)).toBe(before);
+    // Spaces around real names are fine.
+    expect(decodeJwt(tokenOf(await door.exchange(presented, { cap: [" groups.list , roles.list"] })))[CAP_CLAIM]).toEqual(["groups.list", "roles.list"]);
+  });
 });
 
 describe("a down-scoped token on every API door", () => {
