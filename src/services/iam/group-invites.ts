@@ -31,7 +31,7 @@ import { type FieldViolation, invalidArgument, notFound } from "../../errors/api
 import { listPage } from "../../pagination/page.js";
 import { GROUP_INVITE_ORDERS } from "../../store/group-invites.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkUidp, collect, requireValid } from "../validate.js";
 import { groupInviteToProto } from "./convert-group-invites.js";
 import { defaultRoleGuard } from "../../auth/grant-guard.js";
@@ -85,7 +85,7 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
         {
           orders: GROUP_INVITE_ORDERS.spellings,
           defaultOrder: { key: "create_time", desc: true },
-          filterKey: filterKey(ListGroupInvitesRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListGroupInvitesRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: GROUP_INVITE_ORDERS.value(row, order), uid: row.uid }),
