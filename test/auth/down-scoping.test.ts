@@ -194,8 +194,12 @@ describe("a down-scoped token on every API door", () => {
       expect(v1.ok, JSON.stringify(v1)).toBe(true);
       const v1Ids = ((v1 as { body: { items?: { id: string }[] } }).body.items ?? []).map((g) => g.id).sort();
       expect(v1Ids).toEqual([alpha, alphaChild].sort());
-      // Naming a group outside the scopes is refused like a Get on it.
-      expect(await door.call(t.url, listOnly, GroupsService.method.listGroups, { uidp: { descendantsOf: org } })).toMatchObject({ ok: false, code: 7 });
+      // Naming the organization above the scope lists what the token sees under it, counted as such.
+      const under = await door.call(t.url, listOnly, GroupsService.method.listGroups, { uidp: { descendantsOf: org } });
+      expect(under).toMatchObject({ ok: true, body: { totalCount: "2" } });
+      expect(((under as { body: { groups?: { uid: string }[] } }).body.groups ?? []).map((g) => g.uid).sort()).toEqual([alpha, alphaChild].sort());
+      // Naming a group beside the scopes, where the token sees nothing at, above or below, is refused.
+      expect(await door.call(t.url, listOnly, GroupsService.method.listGroups, { uidp: { descendantsOf: beta } })).toMatchObject({ ok: false, code: 7 });
     });
 
     it("anti-escalation: a reduced token grants only what it holds after reduction", async () => {
