@@ -1,5 +1,6 @@
 /**
- * Helpers every List RPC shares: validating the UIDP filter and what a page token is bound to. Paging itself is src/pagination/page.ts.
+ * Helpers every List RPC shares: validating the UIDP filter and what a page token is bound
+ * to. Paging itself is src/pagination/page.ts.
  */
 import { clone, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";

@@ -16,9 +16,8 @@
  *   then lost her binding (or had her role narrowed) could otherwise redeem it to get back what
  *   was taken, and her invites would keep granting what she no longer may. Judging at use,
  *   rather than ending invites when a right is lost, covers every way a right is lost (a
- *   binding deleted or re-targeted, a role narrowed, an identity deleted, a group moved out
- *   from under a binding) in one place, and an invite whose creator regains the right works
- *   again. Invites stored before creators were recorded name none and are refused the same way;
+ *   binding deleted or re-targeted, a role narrowed, the identity deleted) in one place, and
+ *   an invite whose creator regains the right works again. Invites stored before creators were recorded name none and are refused the same way;
  * - an expired invite, or one for another email (email-match.ts: ASCII letters folded, nothing
  *   else), is FAILED_PRECONDITION; a single-use invite is deleted in the same transaction as
  *   the binding is made, so it works once even when two redemptions race; an unknown code is
