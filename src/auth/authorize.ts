@@ -104,22 +104,25 @@ export function createAuthorizationHook(deps: AuthorizationDeps) {
         requireAt(plan.scopePath, plan.capabilities);
         return;
       case "list": {
-        // A List narrowed to a group (`uidp.descendants_of` / `children_of`) answers like
-        // a Get on that group: PERMISSION_DENIED unless the caller holds the List's
-        // capabilities there, i.e. at the group or an ancestor (holdsAt, the scoped check).
-        // An empty list used to answer instead, which hid the caller's mistake and differed
-        // from what GetGroup says about the same group; unknown and forbidden uids still look
-        // the same. A caller whose rights sit only BELOW the named group is refused too,
-        // because GetGroup refuses it that group (grants inherit downward only): it names
-        // its own groups to list them. A malformed uid is left to the List's own validation
-        // (INVALID_ARGUMENT on the field); the operator returned above and lists anything.
+        // The List shows what the caller may see (unscoped): the rows at or under its visible
+        // groups, which the repository intersects with the request's filter in SQL, so rows,
+        // paging and total_count only ever count visible rows. A group the filter names
+        // (`uidp.descendants_of` / `children_of`) is refused only when the caller can see
+        // nothing at, above or below it: a viewer bound at a folder who lists its
+        // organization's descendants gets the rows of its folder (the organization's uid is
+        // a prefix of its own folder's, so naming it reveals nothing). An unknown uid looks
+        // the same as a forbidden one: no visible group lies above an unknown uid without it
+        // existing (a uid's ancestors are its prefixes), and below one nothing exists. A
+        // malformed uid is left to the List's own validation (INVALID_ARGUMENT on the field);
+        // the operator returned above and lists anything.
+        const visible = visibleGroups(grants, plan.capabilities);
         for (const path of plan.namedScopes) {
           const named = readPath(request, path);
-          if (named !== "" && isUidp(named) && !holdsAt(grants, named, plan.capabilities)) {
+          if (named !== "" && isUidp(named) && !visible.some((v) => isAncestorOrSelf(v, named) || isAncestorOrSelf(named, v))) {
             throw denied(method, plan.capabilities, named);
           }
         }
-        context.values.set(VISIBLE_SCOPES, visibleGroups(grants, plan.capabilities));
+        context.values.set(VISIBLE_SCOPES, visible);
         return;
       }
       case "create":

@@ -18,7 +18,10 @@
  * - a group deleted with its role bindings: the caller must hold the roles it takes away
  *   (otherwise groups.delete alone removes an organization from under its owner);
  * - a group invite or an identity provider's default role: both grant their role later, to
- *   whoever redeems or signs in, so setting one needs what granting the role needs.
+ *   whoever redeems or signs in, so setting one needs what granting the role needs. An
+ *   invite's creator is kept with it (`grantAuthor`) and judged again at each redemption
+ *   (`authorLacks`), as if it made the invite now: rights lost since (a binding deleted, a role
+ *   narrowed) end what its invites can grant.
  * Refusals are PERMISSION_DENIED with reason PRIVILEGE_ESCALATION. Operators are exempt.
  *
  * The checks run inside the write's transaction, through a GrantView (src/store/grant-view.ts),
@@ -33,7 +36,8 @@ import type { Grant } from "../store/role-bindings.js";
 import { isUidp } from "../store/uidp.js";
 import { holdsAt } from "./authorize.js";
 import { callerOf } from "./caller.js";
-import { narrowGrants } from "./token-limits.js";
+import { limitClaims, limitsFromClaims, narrowGrants } from "./token-limits.js";
+import { OPERATOR_CLAIM } from "./tokens.js";
 
 /** The escalation checks for the caller of one call; each throws PERMISSION_DENIED. */
 export interface EscalationGuard {
@@ -122,4 +126,35 @@ export function escalationGuard(context: HandlerContext): EscalationGuard {
       }
     },
   };
+}
+
+/**
+ * Who is making a grant that takes effect later (an invite): the caller's subject, whether it
+ * is the operator, and its token's reduction, in the claims' own shape (JSON), to be stored
+ * with the grant and read back by `authorLacks`.
+ */
+export function grantAuthor(context: HandlerContext): string {
+  const caller = callerOf(context);
+  if (!caller) return "{}";
+  return JSON.stringify({ sub: caller.subject, ...(caller.operator ? { [OPERATOR_CLAIM]: true } : limitClaims(caller.limits)) });
+}
+
+/**
+ * What the author of a grant made earlier (`grantAuthor`) lacks today of `capabilities` at
+ * `groupUid`, judged as if it made the grant now: its bindings as they are, narrowed by the
+ * reduction its token carried then. Empty when it still holds them all (always for the
+ * operator). An author that is missing, unreadable or names no identity lacks everything.
+ */
+export function authorLacks(view: GrantView, author: string | null, groupUid: string, capabilities: readonly number[]): number[] {
+  let claims: Record<string, unknown> | undefined;
+  try {
+    claims = author === null ? undefined : (JSON.parse(author) as Record<string, unknown>);
+  } catch {
+    claims = undefined;
+  }
+  if (claims?.[OPERATOR_CLAIM] === true) return [];
+  const limits = claims ? limitsFromClaims(claims) : "invalid";
+  const subject = claims?.sub;
+  if (limits === "invalid" || typeof subject !== "string" || !isUidp(subject)) return [...capabilities];
+  return missing(narrowGrants(view.grantsOf(subject), limits), groupUid, capabilities);
 }

@@ -13,7 +13,7 @@
  * - `list`: unscoped List, or any unscoped method that reads a set narrowed by a top-level
  *   UIDPFilter (the v1 GetBuildStatus sums over one): the caller sees only groups where it
  *   holds the capabilities; a group the request's UIDPFilter names (`descendants_of`,
- *   `children_of`) must be one of them (authorize.ts), as a scoped Get on it would require.
+ *   `children_of`) is refused only when none of them is at, above or below it (authorize.ts).
  * - `create`: unscoped method with a `parent` field (CreateGroup, v1 Create): an empty parent
  *   creates an organization, open to any signed-in caller; otherwise `scoped` on parent.
  * - `getRole`: GetRole is unscoped so built-in (root) roles are readable by everyone; a

@@ -59,26 +59,27 @@ export function capabilityName(capability: number): string {
 
 /**
  * The values of a repeated request field, with comma lists split (as the SDK and form posts
- * send them), blanks dropped and duplicates removed, order kept.
+ * send them) and duplicates removed, order kept. Every entry must name something: a blank one
+ * (`cap=%20`, `cap=,,`, `cap=a,`, Connect `cap: [""]`) is not a list of values, and reading
+ * it as "nothing asked for" would turn a request to narrow a token into one for an unreduced
+ * token, so it is refused.
+ * @throws INVALID_ARGUMENT on `field` for a blank entry.
  */
-export function listValues(raw: readonly string[]): string[] {
-  return [
-    ...new Set(
-      raw
-        .flatMap((v) => v.split(","))
-        .map((v) => v.trim())
-        .filter((v) => v !== ""),
-    ),
-  ];
+export function listValues(raw: readonly string[], field: string): string[] {
+  const values = raw.flatMap((v) => v.split(",")).map((v) => v.trim());
+  if (values.includes("")) {
+    throw invalidField(field, "holds a blank entry; send each value non-empty (a comma list without empty items), or leave the field out");
+  }
+  return [...new Set(values)];
 }
 
 /**
- * The capabilities an exchange asks for (`cap`), or undefined when it names none.
- * @throws INVALID_ARGUMENT on `field` for a name that is no capability.
+ * The capabilities an exchange asks for (`cap`), or undefined when the field is absent.
+ * @throws INVALID_ARGUMENT on `field` for a blank entry or a name that is no capability.
  */
 export function requestedCapabilities(raw: readonly string[], field: string): number[] | undefined {
-  const names = listValues(raw);
-  if (names.length === 0) return undefined;
+  if (raw.length === 0) return undefined;
+  const names = listValues(raw, field);
   if (names.length > MAX_LIMIT_ENTRIES) throw invalidField(field, `must name at most ${MAX_LIMIT_ENTRIES} capabilities`);
   return names.map((n) => {
     const c = capabilityByName(n);

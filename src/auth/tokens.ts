@@ -8,8 +8,8 @@
  *
  * Verification pins everything jose would otherwise let through (docs/auth.md
  * "Tokens", docs/security.md "Authentication"): algorithms ["ES256"] (no `none`, no HS256 made with our public key), our issuer,
- * the expected audience, typ, required claims exp/iat/sub, a small clock tolerance, and
- * an `iat` no later than now. Keys come only from our own key set (createLocalJWKSet): an
+ * the expected audience, typ, required claims exp/iat/sub, a small clock tolerance, an
+ * `iat` no later than now, and a lifetime (`exp - iat`) no longer than mint gives. Keys come only from our own key set (createLocalJWKSet): an
  * embedded `jwk`/`jku`/`x5u` header is never followed. ANY failure becomes UNAUTHENTICATED
  * with an ErrorInfo reason, never INTERNAL (jose throws a bare TypeError on some paths).
  *
@@ -45,6 +45,17 @@ export { CLOCK_TOLERANCE_S };
  */
 export function issuedInTheFuture(iat: unknown, nowMs: number): boolean {
   return typeof iat === "number" && iat > nowMs / 1000 + CLOCK_TOLERANCE_S;
+}
+/**
+ * True when `exp - iat` is a lifetime `mint` could have given (at most MAX_API_TOKEN_TTL_S).
+ * Signing-key retention and revocation entries are sized to that bound (token-lifetime.ts),
+ * so a token that claims more (signed with our key by a path that skipped `mint`, an old
+ * build, or a key that leaked) would outlive both and come back after a rotation or a
+ * revocation: it is refused whatever its `exp`. With `iat` not in the future (checked
+ * before), this also bounds `exp` to now + 24 h. jose has checked both are numbers.
+ */
+function withinMintLifetime(payload: JWTPayload): boolean {
+  return typeof payload.iat === "number" && typeof payload.exp === "number" && payload.exp - payload.iat <= MAX_API_TOKEN_TTL_S;
 }
 /** How many verified tokens the cache keeps. */
 export const VERIFIED_CACHE_SIZE = 10_000;
@@ -156,6 +167,7 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
       throw toUnauthenticated(err);
     }
     if (issuedInTheFuture(payload.iat, now())) throw tokenRejected("TOKEN_INVALID", "the token is not valid yet");
+    if (!withinMintLifetime(payload)) throw tokenRejected("TOKEN_INVALID", "the token's lifetime is longer than this server issues");
     if (typeof payload.sub !== "string" || payload.sub === "") throw tokenRejected("TOKEN_INVALID", "the token has no subject");
     const limits = limitsFromClaims(payload);
     if (limits === "invalid") throw tokenRejected("TOKEN_INVALID", "the token's down-scoping claims are malformed");

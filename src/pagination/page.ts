@@ -6,8 +6,9 @@
  * - order_by: parsed against the resource's allow-list (order-by.ts).
  * - Keyset pagination on (order column, uid), never OFFSET over the whole result, so the
  *   order holds across pages and deep pages cost the same as the first.
- * - page_token: bound to the request's filters and order (a fingerprint of them is inside
- *   the encrypted token). Tampered, truncated or from another query → INVALID_ARGUMENT;
+ * - page_token: bound to the method, the caller and its visible scopes, the request's filters
+ *   and order (a fingerprint of them is inside the encrypted token). Tampered, truncated, from
+ *   another List, another caller or another query → INVALID_ARGUMENT;
  *   older than 3 days → the list silently restarts from the first page.
  * - skip: skips that many results from the cursor position; negative → INVALID_ARGUMENT.
  *   `skipped` reports the results skipped in the whole chain of pages. Clients that re-send
@@ -49,8 +50,12 @@ export interface ListSpec<Row, K extends string> {
   /** Accepted order_by field spellings → order key. */
   readonly orders: Readonly<Record<string, K>>;
   readonly defaultOrder: Ordering<K>;
-  /** Canonical bytes of the request's filters (everything but the paging fields). */
-  readonly filterKey: Uint8Array | string;
+  /**
+   * What this List's page tokens are bound to: canonical bytes of the method, the caller, its
+   * visible scopes and the request's filters (everything but the paging fields;
+   * src/services/list-request.ts `pageBinding`). A token whose binding differs is refused.
+   */
+  readonly binding: Uint8Array | string;
   fetch(q: PageFetch<K>): Promise<Row[]>;
   count(): Promise<number>;
   cursor(row: Row, order: K): { value: string | number; uid: string };
@@ -71,7 +76,7 @@ export async function listPage<Row, K extends string>(req: PageRequest, spec: Li
   const ordering = parseOrderBy(req.orderBy, spec.orders, spec.defaultOrder);
   const fingerprint = createHash("sha256")
     .update(`${ordering.key} ${ordering.desc ? "desc" : "asc"}\n`)
-    .update(spec.filterKey)
+    .update(spec.binding)
     .digest("hex")
     .slice(0, 32);
 
@@ -81,7 +86,7 @@ export async function listPage<Row, K extends string>(req: PageRequest, spec: Li
     if (decoded.kind === "invalid") throw invalidField("page_token", "is not a valid page token");
     if (decoded.kind === "ok") {
       if (decoded.state.fingerprint !== fingerprint) {
-        throw invalidField("page_token", "was issued for a different query (filters or order_by changed)");
+        throw invalidField("page_token", "was issued for a different query (another method or caller, or the filters or order_by changed)");
       }
       state = decoded.state;
     }

@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { failedPrecondition, notFound } from "../errors/api-error.js";
-import type { GroupInviteRecord } from "./group-invites.js";
+import type { GroupInviteRecord, InviteToRedeem } from "./group-invites.js";
 
 const KEY_ID_LENGTH = 16;
 
@@ -39,15 +39,12 @@ export function requireUnexpired(invite: { readonly uid: string; readonly expira
   }
 }
 
-/** FAILED_PRECONDITION INVITE_EMAIL_MISMATCH when the invite names an email the identity's (verified) one differs from. */
-export function requireInvitedEmail(invite: { readonly uid: string; readonly email: string }, identityEmail: string): void {
-  if (invite.email !== "" && invite.email.toLowerCase() !== identityEmail.toLowerCase()) {
-    throw failedPrecondition({
-      type: "INVITE_EMAIL_MISMATCH",
-      subject: invite.uid,
-      description: "the group invite is for another email address",
-    });
-  }
+/** What a redemption's judge is shown of a stored invite and the identity redeeming it. */
+export function inviteToRedeem(
+  invite: { readonly uid: string; readonly parentUid: string; readonly roleUid: string; readonly email: string; readonly creator: string | null },
+  identityEmail: string,
+): InviteToRedeem {
+  return { uid: invite.uid, parentUid: invite.parentUid, roleUid: invite.roleUid, email: invite.email, creator: invite.creator, identityEmail };
 }
 
 /** A row of an engine's hydrated read: the invite without its hash, and its role's columns. */

@@ -36,6 +36,25 @@ export interface NewGroupInvite {
   readonly singleUse: boolean;
   /** Lifetime in ms (> 0); expiration_time = now + ttlMs. */
   readonly ttlMs: number;
+  /**
+   * Who made the invite, as the layer above records it (src/auth/grant-guard.ts: the caller
+   * and its token's reduction, JSON): kept with the invite and handed back at every
+   * redemption, where its creator's rights are judged again. Opaque to the store.
+   */
+  readonly creator: string;
+}
+
+/** What a redemption judges, inside its transaction, before it binds anyone. */
+export interface InviteToRedeem {
+  readonly uid: string;
+  readonly parentUid: string;
+  readonly roleUid: string;
+  /** "" = anyone holding the code. */
+  readonly email: string;
+  /** NewGroupInvite.creator; null for an invite stored before creators were recorded. */
+  readonly creator: string | null;
+  /** The redeeming identity's verified email ("" when it has none). */
+  readonly identityEmail: string;
 }
 
 export interface CreatedGroupInvite {
@@ -72,12 +91,13 @@ export interface GroupInvitesRepository {
   count(filter: GroupInviteListFilter): Promise<number>;
   /**
    * Accepts an invite for an identity, in one transaction: finds the invite by its code,
-   * refuses an expired one and (when the invite names an email) an identity whose verified
-   * email differs (case-insensitively), binds the invite's role to the identity at the
-   * invite's group (an identical existing binding is reused, not an error), and deletes a
-   * single-use invite. Returns the role binding's uid.
+   * refuses an expired one, runs `judge` on it (the rules above the store: the invite's email
+   * against the identity's, its creator's rights now; whatever it throws is the answer and
+   * nothing is written), binds the invite's role to the identity at the invite's group (an
+   * identical existing binding is reused, not an error), and deletes a single-use invite.
+   * Returns the role binding's uid.
    * @throws NOT_FOUND for an unknown code (the code is never echoed) or identity;
-   * FAILED_PRECONDITION with violation type INVITE_EXPIRED or INVITE_EMAIL_MISMATCH.
+   * FAILED_PRECONDITION with violation type INVITE_EXPIRED; what `judge` throws.
    */
-  redeemInvite(code: string, identityUid: string, now: number): Promise<string>;
+  redeemInvite(code: string, identityUid: string, now: number, judge: (view: GrantView, invite: InviteToRedeem) => void): Promise<string>;
 }

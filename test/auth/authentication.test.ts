@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { MAX_API_TOKEN_TTL_S } from "../../src/auth/token-lifetime.js";
 import { API_TOKEN_TYPE, OPERATOR_CLAIM } from "../../src/auth/tokens.js";
 import { DEFAULT_ERROR_DOMAIN } from "../../src/server/config.js";
 import { startApp } from "../../src/server/create-app.js";
@@ -65,6 +66,19 @@ const BAD: readonly { name: string; header: () => Promise<string | undefined>; r
   { name: "wrong audience", header: async () => `Bearer ${await withServerKey({ aud: "https://registry.example.test" })}`, reason: "TOKEN_INVALID" },
   { name: "wrong issuer", header: async () => `Bearer ${await withServerKey({ iss: "https://evil.example.test" })}`, reason: "TOKEN_INVALID" },
   { name: "no exp claim", header: async () => `Bearer ${await withServerKey({ exp: undefined })}`, reason: "TOKEN_INVALID" },
+  // Key retention and revocation entries last as long as the longest token mint makes (24 h):
+  // a longer-lived token signed with our key would outlive both, so it is refused.
+  {
+    name: "exp 100 years away (signed with our key)",
+    header: async () => `Bearer ${await withServerKey({ exp: nowS() + 100 * 365 * 86_400 })}`,
+    reason: "TOKEN_INVALID",
+  },
+  {
+    name: "a lifetime one second over 24 h",
+    header: async () => `Bearer ${await withServerKey({ iat: nowS() - 60, exp: nowS() - 60 + MAX_API_TOKEN_TTL_S + 1 })}`,
+    reason: "TOKEN_INVALID",
+  },
+  { name: "no iat claim", header: async () => `Bearer ${await withServerKey({ iat: undefined })}`, reason: "TOKEN_INVALID" },
   { name: "iat in the future", header: async () => `Bearer ${await withServerKey({ iat: nowS() + 3600, exp: nowS() + 7200 })}`, reason: "TOKEN_INVALID" },
   { name: "not an API token (typ JWT, as an IdP ID token)", header: async () => `Bearer ${await withServerKey({}, { typ: "JWT" })}`, reason: "TOKEN_INVALID" },
   {
@@ -168,6 +182,11 @@ describe.each(rpcTransports)("authentication over $name", (transport) => {
 });
 
 describe("authentication over REST", () => {
+  it("accepts a token signed with our key whose lifetime is exactly the longest mint gives (24 h)", async () => {
+    const token = await withServerKey({ iat: nowS() - 60, exp: nowS() - 60 + MAX_API_TOKEN_TTL_S });
+    expect((await rest(t.url, "GET", "/iam/v2beta1/groups", undefined, { authorization: `Bearer ${token}` })).status).toBe(200);
+  });
+
   it.each(BAD)("$name: 401 with WWW-Authenticate and an AIP-193 body, nothing written", async ({ header, reason }) => {
     const value = await header();
     const headers = { authorization: value ?? "" };

@@ -8,6 +8,7 @@
  *   acme.test    verified root    ← users with a verified @acme.test email belong here
  *   other.test   verified root
  *   plain.test   unverified root  ← never matched
+ *   kernel.test  verified root    ← never for a domain that only a Unicode mapping makes "kernel.test"
  *
  * Every rejected call leaves the database unchanged. Also: the 1000-value cap on `uidp.ids`.
  */
@@ -30,6 +31,7 @@ const CLIENT_ID = "trellis-cli";
 let t: TestApp;
 let idp: TestIdp;
 let acme: string;
+let kernel: string;
 let other: string;
 let plain: string;
 
@@ -56,6 +58,7 @@ beforeAll(async () => {
   acme = (await op("POST", "/iam/v2beta1/groups", { name: "acme.test", verified: true })).uid;
   other = (await op("POST", "/iam/v2beta1/groups", { name: "other.test", verified: true })).uid;
   plain = (await op("POST", "/iam/v2beta1/groups", { name: "plain.test" })).uid;
+  kernel = (await op("POST", "/iam/v2beta1/groups", { name: "kernel.test", verified: true })).uid;
 });
 afterAll(async () => {
   closeGrpcClients();
@@ -210,6 +213,26 @@ describe.each(doors)("caller methods over $name", (door) => {
       }
       // Still eligible: nothing was recorded.
       expect(await door.checkEligibility(v, token)).toBe(true);
+    });
+
+    it("a domain only a Unicode case mapping or normalization makes the organization's is another domain: NOT_FOUND, not eligible", async () => {
+      // Only A-Z fold to a-z (src/services/iam/email-match.ts): U+212A KELVIN SIGN lower-cases
+      // to "k" and once sent this user to kernel.test; fullwidth "ｋ" is "k" after NFKC, long s
+      // "ſ" is "S" upper-cased, Cyrillic "е" only looks like "e".
+      expect(await door.lookupGroup(v, await signIn(sub(`ascii-${v}`), `${sub(v)}@KERNEL.Test`))).toBe(kernel);
+      for (const [i, domain] of [
+        "\u212Aernel.test",
+        "\u212AERNEL.TEST",
+        "\uFF4Bernel.test",
+        "kernel.te\u017Ft",
+        "k\u0435rnel.test",
+        "kernel.test\u200B",
+      ].entries()) {
+        const token = await signIn(sub(`lookalike-${i}-${v}`), `${sub(v)}@${domain}`);
+        expect(await rejected(() => door.lookupGroup(v, token)), domain).toMatchObject({ code: 5 });
+        expect(await door.checkEligibility(v, token)).toBe(false);
+        expect(await rejected(() => door.requestAccess(v, token, kernel))).toMatchObject({ code: 5 });
+      }
     });
 
     it("no verified email, an unverified organization, no organization, or the operator: NOT_FOUND and not eligible", async () => {

@@ -135,6 +135,24 @@ describe.each(scopedDoors)("exchange with cap/scopes over $name", (door) => {
     expect(await door.exchange(newcomer, { scopes: ["alpha"] })).toMatchObject({ code: 3, field: "scopes" });
     expect(await snapshotDb(t)).toBe(before);
   });
+
+  it("a blank cap, scopes or scope is INVALID_ARGUMENT naming the field, never a token without reduction", async () => {
+    const before = await snapshotDb(t);
+    const presented = await aliceToken();
+    // Each parses to nothing: read as "not asked", it once gave a token worth the whole identity.
+    for (const cap of [[""], [" "], [",,"], [" , "], ["groups.list,"], ["groups.list", ""], [",groups.list"]]) {
+      expect(await door.exchange(presented, { cap }), JSON.stringify(cap)).toMatchObject({ code: 3, reason: "INVALID_ARGUMENT", field: "cap" });
+    }
+    for (const scopes of [[""], [" "], [",,"], [`${alpha},`]]) {
+      expect(await door.exchange(presented, { scopes }), JSON.stringify(scopes)).toMatchObject({ code: 3, field: "scopes" });
+    }
+    for (const scope of [" ", ",", `${alpha},,`]) {
+      expect(await door.exchange(presented, { scope }), JSON.stringify(scope)).toMatchObject({ code: 3, field: "scope" });
+    }
+    expect(await snapshotDb(t)).toBe(before);
+    // Spaces around real names are fine.
+    expect(decodeJwt(tokenOf(await door.exchange(presented, { cap: [" groups.list , roles.list"] })))[CAP_CLAIM]).toEqual(["groups.list", "roles.list"]);
+  });
 });
 
 describe("a down-scoped token on every API door", () => {
@@ -176,8 +194,12 @@ describe("a down-scoped token on every API door", () => {
       expect(v1.ok, JSON.stringify(v1)).toBe(true);
       const v1Ids = ((v1 as { body: { items?: { id: string }[] } }).body.items ?? []).map((g) => g.id).sort();
       expect(v1Ids).toEqual([alpha, alphaChild].sort());
-      // Naming a group outside the scopes is refused like a Get on it.
-      expect(await door.call(t.url, listOnly, GroupsService.method.listGroups, { uidp: { descendantsOf: org } })).toMatchObject({ ok: false, code: 7 });
+      // Naming the organization above the scope lists what the token sees under it, counted as such.
+      const under = await door.call(t.url, listOnly, GroupsService.method.listGroups, { uidp: { descendantsOf: org } });
+      expect(under).toMatchObject({ ok: true, body: { totalCount: "2" } });
+      expect(((under as { body: { groups?: { uid: string }[] } }).body.groups ?? []).map((g) => g.uid).sort()).toEqual([alpha, alphaChild].sort());
+      // Naming a group beside the scopes, where the token sees nothing at, above or below, is refused.
+      expect(await door.call(t.url, listOnly, GroupsService.method.listGroups, { uidp: { descendantsOf: beta } })).toMatchObject({ ok: false, code: 7 });
     });
 
     it("anti-escalation: a reduced token grants only what it holds after reduction", async () => {

@@ -188,6 +188,9 @@ describe.each(allDoors)("refresh tokens over $name", (door) => {
     const before = await snapshotDb(t);
     expect(await door.refresh(after.refreshToken, { aud: [REGISTRY] })).toMatchObject({ ok: false, code: 3, field: "aud" });
     expect(await door.refresh(after.refreshToken, { cap: ["groups.own"] })).toMatchObject({ ok: false, code: 3, field: "cap" });
+    // A blank narrowing is refused, not read as "keep the family's reduction" (or none).
+    expect(await door.refresh(after.refreshToken, { cap: [" "] })).toMatchObject({ ok: false, code: 3, field: "cap" });
+    expect(await door.refresh(after.refreshToken, { scopes: [",,"] })).toMatchObject({ ok: false, code: 3, field: "scopes" });
     expect(await snapshotDb(t)).toBe(before);
     expect(ok(await door.refresh(after.refreshToken, {})).token).not.toBe("");
   });

@@ -68,11 +68,11 @@ describePostgres("the PostgreSQL engine", () => {
     const scim = await engine.repositories.scimCredentials.generate(idp.uid, { tokenHash: "h", expireTime: null }, NOW, () => {});
     expect(await other.repositories.scimCredentials.get(idp.uid)).toEqual(scim);
     const { code } = await engine.repositories.groupInvites.create(
-      { parentUid: org.uid, roleUid: builtInRoleUid("viewer"), email: "", singleUse: true, ttlMs: 1000 },
+      { parentUid: org.uid, roleUid: builtInRoleUid("viewer"), email: "", singleUse: true, ttlMs: 1000, creator: "{}" },
       NOW,
     );
     const guest = await other.repositories.identities.findOrCreateUser({ issuer: "https://idp", subject: "guest", name: "G", email: "" }, NOW);
-    const binding = await other.repositories.groupInvites.redeemInvite(code, guest.uid, NOW);
+    const binding = await other.repositories.groupInvites.redeemInvite(code, guest.uid, NOW, () => {});
     expect((await engine.repositories.roleBindings.get(binding))?.identityUid).toBe(guest.uid);
     await engine.repositories.accountAssociations.create({ groupUid: org.uid, name: "a", description: "", providers: {} }, NOW);
     expect((await other.repositories.accountAssociations.get(org.uid))?.name).toBe("a");

@@ -64,20 +64,20 @@ describePostgres("IAM records with two replicas on one PostgreSQL", () => {
 
   it("redeems a single-use invite once however many replicas race for it, and a multi-use one into one binding per identity", async () => {
     for (let round = 0; round < 8; round++) {
-      const { code } = await a.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: true, ttlMs: HOUR }, NOW);
+      const { code } = await a.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: true, ttlMs: HOUR, creator: "{}" }, NOW);
       const redeemers = await Promise.all(Array.from({ length: 6 }, () => person()));
-      const outcomes = await race(redeemers.map((p, i) => on(i).groupInvites.redeemInvite(code, p, NOW + 1)));
+      const outcomes = await race(redeemers.map((p, i) => on(i).groupInvites.redeemInvite(code, p, NOW + 1, () => {})));
       expect(fulfilled(outcomes)).toHaveLength(1);
       for (const err of rejected(outcomes)) expect(err.code).toBe(GrpcCode.NotFound);
       const bound = await query("SELECT identity_uid FROM role_bindings WHERE identity_uid = ANY($1)", [redeemers]);
       expect(bound).toHaveLength(1);
     }
-    const { code } = await a.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: false, ttlMs: HOUR }, NOW);
+    const { code } = await a.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: false, ttlMs: HOUR, creator: "{}" }, NOW);
     for (let round = 0; round < 6; round++) {
       const p = await person();
       // The same identity redeems on both replicas while CreateRoleBinding binds the same triple.
       const outcomes = await race<unknown>([
-        ...Array.from({ length: 4 }, (_, i) => on(i).groupInvites.redeemInvite(code, p, NOW + 2)),
+        ...Array.from({ length: 4 }, (_, i) => on(i).groupInvites.redeemInvite(code, p, NOW + 2, () => {})),
         b.roleBindings.create(org, [{ identityUid: p, roleUid: VIEWER, fields: { identityUid: "identity", roleUid: "role" } }], NOW + 2),
       ]);
       const rows = await query("SELECT uid FROM role_bindings WHERE identity_uid = $1", [p]);
@@ -215,7 +215,7 @@ describePostgres("IAM records with two replicas on one PostgreSQL", () => {
           },
           NOW,
         ),
-        b.groupInvites.create({ parentUid: group, roleUid: VIEWER, email: "", singleUse: true, ttlMs: HOUR }, NOW),
+        b.groupInvites.create({ parentUid: group, roleUid: VIEWER, email: "", singleUse: true, ttlMs: HOUR, creator: "{}" }, NOW),
         a.accountAssociations.create({ groupUid: group, name: "x", description: "", providers: {} }, NOW),
       ]);
       if (del?.status === "fulfilled") {
@@ -239,7 +239,7 @@ describePostgres("IAM records with two replicas on one PostgreSQL", () => {
       const role = (await a.roles.create({ parentUid: org, name: `r${round}`, description: "", capabilities: [103] }, NOW)).uid;
       const [del, invite, provider] = await race<unknown>([
         b.roles.delete(role),
-        a.groupInvites.create({ parentUid: org, roleUid: role, email: "", singleUse: false, ttlMs: HOUR }, NOW),
+        a.groupInvites.create({ parentUid: org, roleUid: role, email: "", singleUse: false, ttlMs: HOUR, creator: "{}" }, NOW),
         a.identityProviders.create(
           {
             parentUid: org,

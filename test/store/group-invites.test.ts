@@ -1,7 +1,9 @@
 /**
  * Redeeming group invites at the store level (the published surface has no accept RPC; login
- * will call `redeemInvite`): the binding it creates, expiry, the email restriction, single
- * use, and that a failure half-way leaves nothing behind; reads hydrating the role; List per
+ * will call `redeemInvite`): the binding it creates, expiry, the judge it runs inside its
+ * transaction (the email and creator rules live above the store and are proven through the
+ * server, test/auth/invite-redemption.test.ts), single use, and that a failure half-way
+ * leaves nothing behind; reads hydrating the role; List per
  * filter shape. On every engine through StoreEngine, with every row made and read through the
  * repositories; what needs the engine's own SQL (the stored hash column, a trigger that fails
  * a write, a role removed behind the foreign key's back) runs on SQLite alone.
@@ -9,7 +11,8 @@
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiError, GrpcCode } from "../../src/errors/api-error.js";
-import type { GroupInviteRecord, GroupInvitesRepository } from "../../src/store/group-invites.js";
+import type { GrantView } from "../../src/store/grant-view.js";
+import type { GroupInviteRecord, GroupInvitesRepository, InviteToRedeem, NewGroupInvite } from "../../src/store/group-invites.js";
 import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
 import { groupInvites, roles } from "../../src/store/sqlite/schema.js";
 import { ENGINES, type EngineUnderTest, type OpenedEngine } from "../support/engines.js";
@@ -30,6 +33,23 @@ async function failure(p: Promise<unknown>, code: GrpcCode): Promise<ApiError> {
 
 const everything = { order: "uid" as const, desc: false, offset: 0, limit: 1000 };
 
+/** What the layer above records as an invite's creator: opaque to the store. */
+const CREATOR = '{"sub":"someone"}';
+type Judge = (view: GrantView, invite: InviteToRedeem) => void;
+
+/** The repository with the creator and the redemption's judge (the rules above the store) filled in unless a test gives its own. */
+interface TestRepo extends Omit<GroupInvitesRepository, "create" | "redeemInvite"> {
+  create(invite: Omit<NewGroupInvite, "creator"> & { creator?: string }, now: number): ReturnType<GroupInvitesRepository["create"]>;
+  redeemInvite(code: string, identityUid: string, now: number, judge?: Judge): Promise<string>;
+}
+function testRepo(repo: GroupInvitesRepository): TestRepo {
+  return {
+    ...repo,
+    create: (invite, now) => repo.create({ creator: CREATOR, ...invite }, now),
+    redeemInvite: (code, identityUid, now, judge = () => {}) => repo.redeemInvite(code, identityUid, now, judge),
+  };
+}
+
 /**
  * A fresh store with an organization, a custom role "member" in it and a user identity
  * "alice" with a verified email, as login makes them.
@@ -37,7 +57,7 @@ const everything = { order: "uid" as const, desc: false, offset: 0, limit: 1000 
 function useWorld(engineUnderTest: EngineUnderTest) {
   const w = {} as {
     opened: OpenedEngine;
-    repo: GroupInvitesRepository;
+    repo: TestRepo;
     org: string;
     role: string;
     alice: string;
@@ -52,7 +72,7 @@ function useWorld(engineUnderTest: EngineUnderTest) {
   beforeEach(async () => {
     w.opened = await engineUnderTest.open(NOW);
     const r = w.opened.engine.repositories;
-    w.repo = r.groupInvites;
+    w.repo = testRepo(r.groupInvites);
     w.addIdentity = async (email) =>
       (await r.identities.findOrCreateUser({ issuer: "https://idp.example", subject: `person-${people++}`, name: "someone", email }, NOW)).uid;
     w.bindings = async () =>
@@ -124,13 +144,26 @@ describe.each(ENGINES)("group invites on $name", (engineUnderTest) => {
       expect(await w.bindings()).toHaveLength(1);
     });
 
-    it("requires the identity's verified email to match an invite's email, ignoring case", async () => {
+    it("runs the judge inside its transaction with the invite, its creator and the identity's email; its refusal writes nothing", async () => {
       const { repo, org, role, alice } = w;
-      const { code } = await repo.create({ parentUid: org, roleUid: role, email: "alice@example.com", singleUse: true, ttlMs: HOUR }, NOW);
-      const mallory = await w.addIdentity("mallory@example.com");
-      const err = await failure(repo.redeemInvite(code, mallory, NOW), GrpcCode.FailedPrecondition);
-      expect(err.preconditionViolations[0]?.type).toBe("INVITE_EMAIL_MISMATCH");
-      await failure(repo.redeemInvite(code, await w.addIdentity(""), NOW), GrpcCode.FailedPrecondition);
+      const { invite, code } = await repo.create(
+        { parentUid: org, roleUid: role, email: "Alice@Example.com", singleUse: true, ttlMs: HOUR, creator: '{"sub":"x"}' },
+        NOW,
+      );
+      const seen: { invite: InviteToRedeem; grants: number; roleCapabilities: readonly number[] | undefined }[] = [];
+      const refusal = new ApiError(GrpcCode.FailedPrecondition, "no");
+      const refuse: Judge = (view, i) => {
+        seen.push({ invite: i, grants: view.grantsOf(alice).length, roleCapabilities: view.roleCapabilities(i.roleUid) });
+        throw refusal;
+      };
+      await expect(repo.redeemInvite(code, alice, NOW, refuse)).rejects.toBe(refusal);
+      expect(seen).toEqual([
+        {
+          invite: { uid: invite.uid, parentUid: org, roleUid: role, email: "Alice@Example.com", creator: '{"sub":"x"}', identityEmail: "Alice@Example.com" },
+          grants: 0,
+          roleCapabilities: [103],
+        },
+      ]);
       expect([await w.bindings(), (await w.invites()).length]).toEqual([[], 1]);
       await repo.redeemInvite(code, alice, NOW);
       expect((await w.bindings()).map((b) => b.identityUid)).toEqual([alice]);

@@ -184,7 +184,7 @@ describe.each(ENGINES)("IAM records on $name", (engineUnderTest) => {
       // PostgreSQL refuses NUL in any text parameter, so the filter must never bind it.
       await r.identityProviders.create(provider(org, "a"), NOW);
       await r.accountAssociations.create({ groupUid: org, name: "a", description: "", providers: {} }, NOW);
-      await r.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: false, ttlMs: 60_000 }, NOW);
+      await r.groupInvites.create({ parentUid: org, roleUid: VIEWER, email: "", singleUse: false, ttlMs: 60_000, creator: "{}" }, NOW);
       const page = { order: "uid" as const, desc: false, offset: 0, limit: 10 };
       const nul = "a\u0000";
       expect(await r.identityProviders.list({ uidp: {}, name: nul }, page)).toEqual([]);

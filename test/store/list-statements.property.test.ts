@@ -234,7 +234,10 @@ describe.each(ENGINES)("cached List statements answer as uncached ones on $name 
       providerUids.push(provider.uid);
       // Two invites per group, lifetimes that overlap across groups so expiration orders have ties.
       for (const hours of [1 + (i % 3), 2]) {
-        const { invite } = await r.groupInvites.create({ parentUid: g, roleUid: role.uid, email: "", singleUse: hours === 2, ttlMs: hours * 3_600_000 }, NOW);
+        const { invite } = await r.groupInvites.create(
+          { parentUid: g, roleUid: role.uid, email: "", singleUse: hours === 2, ttlMs: hours * 3_600_000, creator: "{}" },
+          NOW,
+        );
         inviteUids.push(invite.uid);
         inviteKeyIds.push(invite.keyId);
       }

@@ -113,7 +113,7 @@ describe.each(ENGINES)("roles on $name", (engineUnderTest) => {
       const { roles: repo, groups, groupInvites } = opened.engine.repositories;
       const org = (await groups.create({ parentUid: null, name: "org", description: "", verified: false, kind: 0 }, NOW)).uid;
       const role = await repo.create({ parentUid: org, name: "member", description: "", capabilities: [103] }, NOW);
-      await groupInvites.create({ parentUid: org, roleUid: role.uid, email: "", singleUse: false, ttlMs: 1 }, NOW);
+      await groupInvites.create({ parentUid: org, roleUid: role.uid, email: "", singleUse: false, ttlMs: 1, creator: "{}" }, NOW);
       const err = await repo.delete(role.uid).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApiError);
       expect((err as ApiError).code).toBe(GrpcCode.FailedPrecondition);

@@ -40,7 +40,7 @@ import { listPage } from "../../pagination/page.js";
 import { type AccountAssociationChanges, type AccountProviders, ACCOUNT_ASSOCIATION_ORDERS } from "../../store/account-associations.js";
 import { isUidp } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { accountAssociationToProto, EMPTY_PROVIDERS, providersFromProto } from "./convert-account-associations.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
@@ -138,7 +138,7 @@ export function createAccountAssociationsService(ctx: ServiceContext): Partial<S
         {
           orders: ACCOUNT_ASSOCIATION_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListAccountAssociationsRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListAccountAssociationsRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: ACCOUNT_ASSOCIATION_ORDERS.value(row, order), uid: row.uid }),

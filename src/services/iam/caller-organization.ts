@@ -8,7 +8,9 @@
  * the match from data it already has instead of inventing a domain-list API:
  * - the caller's domain is the part after the last "@" of the **verified** email of its
  *   stored identity (set at user sign-in only when the IdP says `email_verified`; the IdP was
- *   trusted then, or the identity would not exist), lower-cased;
+ *   trusted then, or the identity would not exist), its ASCII letters lower-cased and nothing
+ *   else mapped (email-match.ts: a Unicode case mapping turned U+212A KELVIN SIGN into "k" and
+ *   sent a user to another domain's organization);
  * - the organization is the root group with `verified` set (only an operator or staff sets
  *   it) whose name is exactly that domain (published verified organizations are named by
  *   their domain, e.g. `chainguard.edu`); the oldest one if several share the name.
@@ -29,19 +31,13 @@ import type { GroupRecord } from "../../store/groups.js";
 import type { IdentityRecord } from "../../store/identities.js";
 import type { ServiceContext } from "../context.js";
 import { checkUidp, requireValid } from "../validate.js";
+import { emailDomain } from "./email-match.js";
 
 /** The stored identity behind the caller's token; undefined for operators (and deleted identities). */
 export async function callerIdentity(ctx: ServiceContext, context: HandlerContext): Promise<IdentityRecord | undefined> {
   const caller = callerOf(context);
   if (!caller || caller.operator) return undefined;
   return ctx.store.identities.get(caller.subject);
-}
-
-/** The lower-cased domain of a verified email, or undefined. */
-export function emailDomain(email: string): string | undefined {
-  const at = email.lastIndexOf("@");
-  const domain = at > 0 ? email.slice(at + 1).toLowerCase() : "";
-  return domain === "" ? undefined : domain;
 }
 
 interface Match {

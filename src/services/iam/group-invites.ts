@@ -10,11 +10,13 @@
  *   else INVALID_ARGUMENT `role_uid` (missing and foreign roles alike).
  * - Anti-escalation (src/auth/grant-guard.ts): an invite grants its role to whoever redeems
  *   it, so creating one needs every capability of that role at the group (PERMISSION_DENIED,
- *   PRIVILEGE_ESCALATION), as granting the role directly does.
+ *   PRIVILEGE_ESCALATION), as granting the role directly does. Its creator (and its token's
+ *   reduction) is kept with it, and every redemption judges the grant again as if the
+ *   creator made the invite then (invite-redemption.ts).
  * - `ttl` is required, positive and at most 30 days; expiration_time = now + ttl.
  * - `email`, when given, must look like an address (one `@`, a dotted domain, no whitespace,
- *   at most 254 characters); it is matched case-insensitively against the redeeming
- *   identity's verified email.
+ *   at most 254 characters); it is matched against the redeeming identity's verified email
+ *   with only ASCII letters folded (email-match.ts).
  * - The server makes the code (the 16-hex key id followed by 256 random bits in base64url)
  *   and returns it only in the CreateGroupInvite response; the store keeps its SHA-256.
  *   Get and List never return `code` or `ttl`.
@@ -31,10 +33,10 @@ import { type FieldViolation, invalidArgument, notFound } from "../../errors/api
 import { listPage } from "../../pagination/page.js";
 import { GROUP_INVITE_ORDERS } from "../../store/group-invites.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkUidp, collect, requireValid } from "../validate.js";
 import { groupInviteToProto } from "./convert-group-invites.js";
-import { defaultRoleGuard } from "../../auth/grant-guard.js";
+import { defaultRoleGuard, grantAuthor } from "../../auth/grant-guard.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
 
 export const MAX_INVITE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
@@ -58,7 +60,7 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
       );
       if (violations.length > 0 || !invite || typeof ttl !== "number") throw invalidArgument(violations);
       const created = await repo.create(
-        { parentUid: req.parent, roleUid: invite.roleUid, email: invite.email, singleUse: invite.singleUse, ttlMs: ttl },
+        { parentUid: req.parent, roleUid: invite.roleUid, email: invite.email, singleUse: invite.singleUse, ttlMs: ttl, creator: grantAuthor(context) },
         ctx.now(),
         defaultRoleGuard(context),
       );
@@ -85,7 +87,7 @@ export function createGroupInvitesService(ctx: ServiceContext): Partial<ServiceI
         {
           orders: GROUP_INVITE_ORDERS.spellings,
           defaultOrder: { key: "create_time", desc: true },
-          filterKey: filterKey(ListGroupInvitesRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListGroupInvitesRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: GROUP_INVITE_ORDERS.value(row, order), uid: row.uid }),

@@ -25,7 +25,7 @@ import { listPage } from "../../pagination/page.js";
 import { type GroupChanges, GROUP_ORDERS } from "../../store/groups.js";
 import { parentOf } from "../../store/uidp.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkOptionalUidp, checkUidp } from "../validate.js";
 import { callerEligible, lookupCallerGroup, requestCallerGroupAccess } from "./caller-organization.js";
 import { groupToProto } from "./convert.js";
@@ -150,7 +150,7 @@ export function createGroupsService(ctx: ServiceContext): Partial<ServiceImpl<ty
         {
           orders: GROUP_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListGroupsRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListGroupsRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: GROUP_ORDERS.value(row, order), uid: row.uid }),

@@ -79,7 +79,7 @@ import type { IdentityChanges, RelationshipKind } from "../../store/identities.j
 import { IDENTITY_ORDERS, userIdentityUid } from "../../store/identities.js";
 import { callerOf } from "../../auth/caller.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { checkClaimMatch, checkStringMatch, checkValue } from "../../auth/claim-match.js";
 import { identityMetadataToProto, identityToProto, KIND_OF_TYPE, relationshipFromProto, STATIC_KEYS_MAX_LIFETIME_MS } from "./convert-identities.js";
@@ -266,7 +266,7 @@ export function createIdentitiesService(ctx: ServiceContext): Partial<ServiceImp
         {
           orders: IDENTITY_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListIdentitiesRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListIdentitiesRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: IDENTITY_ORDERS.value(row, order), uid: row.uid }),

@@ -45,7 +45,7 @@ import { resolveNestedUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
 import { type IdentityProviderChanges, IDENTITY_PROVIDER_ORDERS, type OidcChange, type OidcSettings } from "../../store/identity-providers.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { identityProviderToProto, oidcFromProto } from "./convert-identity-providers.js";
 import { visibleScopes } from "../../auth/visible-scopes.js";
@@ -164,7 +164,7 @@ export function createIdentityProvidersService(ctx: ServiceContext): Partial<Ser
         {
           orders: IDENTITY_PROVIDER_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListIdentityProvidersRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListIdentityProvidersRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: IDENTITY_PROVIDER_ORDERS.value(row, order), uid: row.uid }),

@@ -48,7 +48,7 @@ import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
 import { type BindingGuard, type NewRoleBinding, type RoleBindingChanges, ROLE_BINDING_ORDERS } from "../../store/role-bindings.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkOptionalUidp, checkUidp, collect, requireValid } from "../validate.js";
 import { roleBindingToProto } from "./convert-role-bindings.js";
 import { escalationGuard } from "../../auth/grant-guard.js";
@@ -134,7 +134,7 @@ export function createRoleBindingsService(ctx: ServiceContext): Partial<ServiceI
         {
           orders: ROLE_BINDING_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListRoleBindingsRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListRoleBindingsRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: ROLE_BINDING_ORDERS.value(row, order), uid: row.uid }),

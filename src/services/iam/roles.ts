@@ -36,7 +36,7 @@ import { resolveUpdatePaths } from "../../fieldmask/update-mask.js";
 import { listPage } from "../../pagination/page.js";
 import { type RoleChanges, ROLE_ORDERS } from "../../store/roles.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkName, checkUidp, collect, requireValid } from "../validate.js";
 import { roleToProto } from "./convert-roles.js";
 import { escalationGuard } from "../../auth/grant-guard.js";
@@ -122,7 +122,7 @@ export function createRolesService(ctx: ServiceContext): Partial<ServiceImpl<typ
         {
           orders: ROLE_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListRolesRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListRolesRequestSchema, req),
           fetch: (q) => repo.list(filter, q),
           count: () => repo.count(filter),
           cursor: (row, order) => ({ value: ROLE_ORDERS.value(row, order), uid: row.uid }),

@@ -48,7 +48,7 @@ import { toRepoFields, wholeRepoViolations } from "../registry/repos.js";
 import { tagFields } from "../registry/tags.js";
 import { checkChartName, checkChartUrl, checkDigest, checkTagName, DEPLOYMENT_CHARTS_MAX } from "../registry/validate.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkOptionalUidp, checkUidp, collect, requireValid } from "../validate.js";
 import { V1_LIST_MAX } from "./iam-v1.js";
 import { createRegistryV1ImageContentMethods } from "./registry-v1-image-content.js";
@@ -268,7 +268,7 @@ export function createRegistryV1Service(ctx: ServiceContext): Partial<RegistryIm
         {
           orders: { uid: "uid" },
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(EolTagFilterSchema, req, filter.within),
+          binding: pageBinding(context, EolTagFilterSchema, req),
           fetch: (q) => ctx.store.eolTags.list(filter, q.after?.uid, q.limit),
           // EolTagList has no total_count.
           count: async () => 0,

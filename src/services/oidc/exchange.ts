@@ -91,7 +91,10 @@ const SCOPE_NAME = /^[a-z0-9 ._-]{1,63}$/;
  */
 export function requestedLimits(req: { cap: readonly string[]; scopes: readonly string[]; scope?: string }): RequestedLimits | undefined {
   const capabilities = requestedCapabilities(req.cap, "cap");
-  const scopes = listValues([...(req.scope ? [req.scope] : []), ...req.scopes]);
+  // `scope` is a proto3 string, so "" means absent; anything else must name something, like
+  // every entry of `scopes` (a blank one is refused, never read as "no reduction").
+  const scope = req.scope !== undefined && req.scope !== "" ? listValues([req.scope], "scope") : [];
+  const scopes = [...new Set([...scope, ...listValues(req.scopes, "scopes")])];
   if (scopes.length > MAX_LIMIT_ENTRIES) throw invalidField("scopes", `must name at most ${MAX_LIMIT_ENTRIES} groups`);
   for (const s of scopes) {
     if (!isUidp(s) && !SCOPE_NAME.test(s)) throw invalidField("scopes", `${JSON.stringify(s)} is neither a group UIDP nor a group name`);
@@ -111,16 +114,13 @@ export function createExchangeService(deps: ExchangeDeps): Partial<ServiceImpl<t
   const trusted = new Map(deps.trust.identityProviders.map((i) => [i.issuer, i]));
 
   function audiences(raw: readonly string[]): string[] {
-    const auds = raw
-      .flatMap((a) => a.split(","))
-      .map((a) => a.trim())
-      .filter((a) => a !== "");
-    if (auds.length === 0) throw invalidField("aud", "Audience must be specified (this server's URL, or the registry audience)");
+    if (raw.every((a) => a.trim() === "")) throw invalidField("aud", "Audience must be specified (this server's URL, or the registry audience)");
+    const auds = listValues(raw, "aud");
     const allowed = new Set([deps.issuer().audience, ...(deps.trust.registryAudience ? [deps.trust.registryAudience] : [])]);
     for (const a of auds) {
       if (!allowed.has(a)) throw invalidField("aud", `${JSON.stringify(a)} is not an audience this issuer serves (allowed: ${[...allowed].join(", ")})`);
     }
-    return [...new Set(auds)];
+    return auds;
   }
 
   /** The presented token's `iss`, read WITHOUT verification, only to choose where keys come from. */

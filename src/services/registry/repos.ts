@@ -23,7 +23,7 @@ import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
 import { type RepoChanges, type RepoFields, REPO_ORDERS } from "../../store/repos.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkDescription, checkUidp, collect, requireValid } from "../validate.js";
 import { repoToProto } from "./convert.js";
 import { checkAlias, checkBundle, checkEach, checkReadme, checkRepoName, checkTagName } from "./validate.js";
@@ -147,7 +147,7 @@ export function createReposService(ctx: ServiceContext): Partial<ServiceImpl<typ
         {
           orders: REPO_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListReposRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListReposRequestSchema, req),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
           cursor: (row, order) => ({ value: REPO_ORDERS.value(row, order), uid: row.uid }),

@@ -10,7 +10,7 @@ import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
 import { GeneratedTag, type TagFields, TAG_ORDERS } from "../../store/tags.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkUidp, collect, requireValid } from "../validate.js";
 import { tagToProto } from "./convert.js";
 import { checkBundle, checkDigest, checkEach, checkTagName } from "./validate.js";
@@ -74,7 +74,7 @@ export function createTagsService(ctx: ServiceContext): Partial<ServiceImpl<type
         {
           orders: TAG_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListTagsRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListTagsRequestSchema, req),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
           cursor: (row, order) => ({ value: TAG_ORDERS.value(row, order), uid: row.uid }),

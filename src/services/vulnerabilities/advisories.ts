@@ -10,7 +10,7 @@ import { visibleScopes } from "../../auth/visible-scopes.js";
 import { listPage } from "../../pagination/page.js";
 import { type AdvisoryListFilter, ADVISORY_ORDERS } from "../../store/advisories.js";
 import type { ServiceContext } from "../context.js";
-import { filterKey, toUidpFilter } from "../list-request.js";
+import { pageBinding, toUidpFilter } from "../list-request.js";
 import { checkUidp, checkValueCount, requireValid } from "../validate.js";
 import { advisoryToProto } from "./convert.js";
 
@@ -76,7 +76,7 @@ export function createAdvisoriesService(ctx: ServiceContext): Partial<ServiceImp
         {
           orders: ADVISORY_ORDERS.spellings,
           defaultOrder: { key: "uid", desc: false },
-          filterKey: filterKey(ListAdvisoriesRequestSchema, req, filter.within),
+          binding: pageBinding(context, ListAdvisoriesRequestSchema, req),
           fetch: (q) => store.list(filter, q),
           count: () => store.count(filter),
           cursor: (row, order) => ({ value: ADVISORY_ORDERS.value(row, order), uid: row.uid }),

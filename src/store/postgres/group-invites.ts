@@ -12,7 +12,8 @@
  *   single-use invite is redeemed once (the second finds it deleted: NOT_FOUND, as on SQLite),
  *   and a delete of the invite waits for a redemption under way or makes it find nothing. The
  *   identity and the role are then read FOR SHARE (their deletes wait for the new binding and
- *   then see it), and the (group, identity, role) key is locked as CreateRoleBinding locks it
+ *   then see it; the role's capabilities stay what the judge saw), the judge runs (email,
+ *   the creator's rights now), and the (group, identity, role) key is locked as CreateRoleBinding locks it
  *   (`lockBindingTriples`) before looking for an identical binding, so a redemption racing a
  *   CreateRoleBinding or another invite's redemption for the same triple reuses the one binding,
  *   never a unique-index error.
@@ -20,7 +21,7 @@
  */
 import { and, eq } from "drizzle-orm";
 import { notFound } from "../../errors/api-error.js";
-import { groupInviteRecordOf, inviteLookup, inviteNotFound, newInviteCode, requireInvitedEmail, requireUnexpired } from "../group-invite-rows.js";
+import { groupInviteRecordOf, inviteLookup, inviteNotFound, inviteToRedeem, newInviteCode, requireUnexpired } from "../group-invite-rows.js";
 import { GROUP_INVITE_ORDERS, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
 import { allOf, textEquals, uidpConditions, withinConditions } from "../list-predicates.js";
 import { newUidp } from "../uidp.js";
@@ -28,6 +29,7 @@ import type { PgDb } from "./connection.js";
 import { keysetLists } from "./list-query.js";
 import { lockBindingTriples, lockParentGroup, lockRoleToGrant } from "./iam-locks.js";
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
+import { runGuard } from "./grant-view.js";
 import { type Tx, writeTransaction } from "./transaction.js";
 
 /** The columns every read selects: the invite without its code hash, and its current role. */
@@ -80,6 +82,7 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
           keyId,
           expirationTime: now + invite.ttlMs,
           createTime: now,
+          creator: invite.creator,
         });
         const [row] = await read(tx).where(eq(groupInvites.uid, uid));
         return { invite: groupInviteRecordOf(row as NonNullable<typeof row>), code };
@@ -94,7 +97,7 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
     list: lists.list,
     count: lists.count,
 
-    async redeemInvite(code, identityUid, now) {
+    async redeemInvite(code, identityUid, now, judge) {
       return writeTransaction(db, async (tx) => {
         const lookup = inviteLookup(code);
         const byCode = and(eq(groupInvites.keyId, lookup.keyId), eq(groupInvites.codeHash, lookup.codeHash));
@@ -107,10 +110,10 @@ export function createPostgresGroupInvitesRepository(db: PgDb): GroupInvitesRepo
         requireUnexpired(invite, now);
         const [identity] = await tx.select({ email: identities.email }).from(identities).where(eq(identities.uid, identityUid)).for("share");
         if (!identity) throw notFound("identity", identityUid);
-        requireInvitedEmail(invite, identity.email);
         // The invite holds the role (its delete is refused while the invite exists); locked so
-        // that it stays until the binding is in.
+        // that it stays, and its capabilities stay what the judge saw, until the binding is in.
         await tx.select({ uid: roles.uid }).from(roles).where(eq(roles.uid, invite.roleUid)).for("share");
+        await runGuard(tx, judge, inviteToRedeem(invite, identity.email));
         const binding = { groupUid: invite.parentUid, identityUid, roleUid: invite.roleUid };
         await lockBindingTriples(tx, binding.groupUid, [binding]);
         const [existing] = await tx

@@ -239,6 +239,8 @@ export const groupInvites = pgTable(
     keyId: ctext("key_id").notNull(),
     expirationTime: millis("expiration_time").notNull(),
     createTime: millis("create_time").notNull(),
+    /** Who made it (src/auth/grant-guard.ts), judged again at every redemption; null on invites made before it was kept. */
+    creator: ctext("creator"),
   },
   (t) => [
     index("group_invites_parent_uid_idx").on(t.parentUid, t.uid),

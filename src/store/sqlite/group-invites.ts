@@ -16,7 +16,7 @@ import { allOf, type Bind, type JoinedSelect, preparedLists, uidpConditions, wit
 import { groupInvites, identities, roleBindings, roles } from "./schema.js";
 import { newUidp } from "../uidp.js";
 import { GROUP_INVITE_ORDERS, type GroupInviteListFilter, type GroupInvitesRepository } from "../group-invites.js";
-import { groupInviteRecordOf as toRecord, inviteLookup, inviteNotFound, newInviteCode, requireInvitedEmail, requireUnexpired } from "../group-invite-rows.js";
+import { groupInviteRecordOf as toRecord, inviteLookup, inviteNotFound, inviteToRedeem, newInviteCode, requireUnexpired } from "../group-invite-rows.js";
 
 /** The columns every read selects: the invite without its code hash, and its current role. */
 const READ_COLUMNS = {
@@ -73,6 +73,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
             keyId,
             expirationTime: now + invite.ttlMs,
             createTime: now,
+            creator: invite.creator,
           })
           .run();
         const row = read(tx).where(eq(groupInvites.uid, uid)).get();
@@ -101,7 +102,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
       return lists.count((bind) => where(filter, bind));
     },
 
-    async redeemInvite(code, identityUid, now) {
+    async redeemInvite(code, identityUid, now, judge) {
       return groupCommit(db, (tx) => {
         const lookup = inviteLookup(code);
         const invite = tx
@@ -113,7 +114,7 @@ export function createGroupInvitesRepository(db: Db): GroupInvitesRepository {
         requireUnexpired(invite, now);
         const identity = tx.select({ email: identities.email }).from(identities).where(eq(identities.uid, identityUid)).get();
         if (!identity) throw notFound("identity", identityUid);
-        requireInvitedEmail(invite, identity.email);
+        judge(grantView(tx), inviteToRedeem(invite, identity.email));
         const binding = { groupUid: invite.parentUid, identityUid, roleUid: invite.roleUid };
         const existing = tx
           .select({ uid: roleBindings.uid })

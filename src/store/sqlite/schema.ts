@@ -219,6 +219,8 @@ export const groupInvites = sqliteTable(
     keyId: text("key_id").notNull(),
     expirationTime: integer("expiration_time").notNull(),
     createTime: integer("create_time").notNull(),
+    /** Who made it (src/auth/grant-guard.ts), judged again at every redemption; null on invites made before it was kept. */
+    creator: text("creator"),
   },
   (t) => [
     index("group_invites_parent_uid_idx").on(t.parentUid, t.uid),

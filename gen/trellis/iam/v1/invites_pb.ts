@@ -52,10 +52,11 @@ export const InvitesService: GenService<{
   /**
    * RedeemGroupInvite binds the signed-in user (the caller's own identity, never another) to
    * the invite's role at the invite's group, exactly that and nothing more, and returns the
-   * role binding. An expired invite, an invite for another email address and a caller that
-   * is not a signed-in user are FAILED_PRECONDITION; an unknown code is NOT_FOUND. A
-   * single-use invite is gone once redeemed. Redeeming again a role the user already holds
-   * there returns the existing binding.
+   * role binding. An expired invite, an invite for another email address, an invite whose
+   * creator may no longer grant its role at its group (judged as if it made the invite now)
+   * and a caller that is not a signed-in user are FAILED_PRECONDITION; an unknown code is
+   * NOT_FOUND. A single-use invite is gone once redeemed. Redeeming again a role the user
+   * already holds there returns the existing binding.
    *
    * @generated from rpc trellis.iam.v1.InvitesService.RedeemGroupInvite
    */
