@@ -8,8 +8,8 @@
  *     and C++ runtime libraries from Debian's libc6, libgcc-s1 and libstdc++6 for that
  *     architecture (their copyright files kept, the rest of the packages left out), the CA
  *     certificates of Debian's ca-certificates as /etc/ssl/certs/ca-certificates.crt (used by
- *     Node: NODE_USE_SYSTEM_CA=1), /etc/passwd and /etc/group with the user `trellis`
- *     (10001:10001) and packaging/image/rootfs/'s other files, /data (the volume, owned by
+ *     Node: NODE_USE_SYSTEM_CA=1), packaging/image/rootfs/ (/etc/passwd and /etc/group with
+ *     the user `trellis`, 10001:10001; /etc/nsswitch.conf), /data (the volume, owned by
  *     trellis), /home/trellis, /tmp (the binary loads SQLite from there) and
  *     /usr/share/doc/trellis/debian-packages.txt, the Debian packages and versions inside;
  *   - a config: user 10001:10001 (numeric, so Kubernetes' runAsNonRoot can check it),
@@ -25,7 +25,7 @@
  * Reproducible: the same binaries, Debian packages and commit give the same digests. Every
  * file's time is the commit's (SOURCE_DATE_EPOCH overrides), and so are the config's and the
  * history's; owners and modes are set, never inherited. The binary itself is not byte-for-byte
- * reproducible (V8's code cache in its blob differs per build), so the check (CI,
+ * reproducible (its SEA blob, with V8's code cache, differs per build), so the check (CI,
  * scripts/smoke-image.sh) builds the images twice from the same binaries.
  *
  * The Debian packages come from Debian's archive through apt-get with a private state under
@@ -48,8 +48,19 @@ import { parseArgs } from "node:util";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const rootfsFiles = path.join(root, "packaging/image/rootfs");
-/** The user the server runs as, and who owns /data and the home directory. */
-const USER = { name: "trellis", uid: 10001, gid: 10001 };
+/**
+ * The user the server runs as, owner of /data and its home: the `trellis` line of the image's
+ * /etc/passwd (the Kubernetes manifests and their test read the same line).
+ */
+const USER = (() => {
+  const line = fs
+    .readFileSync(path.join(rootfsFiles, "etc/passwd"), "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("trellis:"));
+  const [name, , uid, gid] = (line ?? "").split(":");
+  if (!line || !/^\d+$/.test(uid) || !/^\d+$/.test(gid)) fail("packaging/image/rootfs/etc/passwd has no trellis user");
+  return { name, uid: Number(uid), gid: Number(gid) };
+})();
 /** What the binary needs from a system (`ldd` of Node: libc, libm, libdl, libpthread, libstdc++, libgcc_s). */
 const DEBIAN_PACKAGES = ["libc6", "libgcc-s1", "libstdc++6", "ca-certificates"];
 /** OCI architecture → Debian architecture and its multiarch triplet. */

@@ -12,7 +12,8 @@
 #      ready line, the process runs as uid 10001, a token minted inside the container
 #      (`podman exec … trellis auth token --local`), a group created over REST and listed over
 #      gRPC from outside (through the published port), `podman stop` (SIGTERM) and exit 0, a
-#      new container on the same volume finds the group, stops with exit 0 again;
+#      new container on the same volume, with a read-only root, finds the group, stops with
+#      exit 0 again;
 #   4. arm64, pulled by platform from the multi-arch index, the same steps under qemu-user:
 #      with no binfmt_misc registration here, the image's own arm64 binary and C library run
 #      through Debian's qemu-aarch64-static mounted in as the entrypoint (the command is the
@@ -115,10 +116,10 @@ run_image() {
   local cmd=("$@")
   "${podman[@]}" volume create "$volume" >/dev/null
   local container port url token started
-  # start: a container of the image on the volume; sets container, port, url
+  # start [PODMAN_RUN_FLAGS]: a container of the image on the volume; sets container, port, url
   start() {
     started=$(date +%s%N)
-    container=$("${podman[@]}" run -d "${limits[@]}" "${run_args[@]}" -v "$volume:/data" -p 127.0.0.1::8080 "$image" "${cmd[@]}") ||
+    container=$("${podman[@]}" run -d "${limits[@]}" "$@" "${run_args[@]}" -v "$volume:/data" -p 127.0.0.1::8080 "$image" "${cmd[@]}") ||
       die "$name: podman run failed"
     for _ in $(seq 1 "$polls"); do
       "${podman[@]}" logs "$container" 2>/dev/null | grep -qx 'listening on http://0.0.0.0:8080' && break
@@ -156,11 +157,12 @@ run_image() {
   stop
   say "$name: ready in ${ready_ms} ms as uid 10001, token minted inside, a group created over REST and listed over gRPC through $url, SIGTERM: exit 0"
 
-  start
+  # With a read-only root, as Kubernetes' readOnlyRootFilesystem (podman mounts a tmpfs on /tmp).
+  start --read-only
   listed=$(curl -sS --fail-with-body "$url/iam/v2beta1/groups" -H "Authorization: Bearer $token") || die "$name: REST list after the restart failed: $listed"
   case "$listed" in *"\"image $name\""*) ;; *) die "$name: after a restart on the same volume the list lacks the group: $listed" ;; esac
   stop
-  say "$name: a new container on the same volume has the group; SIGTERM: exit 0"
+  say "$name: a new container on the same volume, with a read-only root, has the group; SIGTERM: exit 0"
 }
 
 "${podman[@]}" load -q -i "$out/trellis-$version-linux-amd64.tar" >/dev/null || die "podman load of the amd64 docker-archive failed"

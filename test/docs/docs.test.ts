@@ -21,7 +21,7 @@ import { startTestApp, type TestApp } from "../support/app.js";
 import { PREAMBLE, parseShellBlocks, type ShellBlock, toScript } from "./shell-blocks.js";
 
 const ROOT = path.resolve(".");
-const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md"];
+const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md", "docs/deploy.md"];
 
 /** Every JSON value printed on its own line(s): curl answers followed by `; echo`. */
 function jsonLines(stdout: string): unknown[] {
