@@ -252,15 +252,20 @@ function writeIndex(layout, tag, images, annotations) {
   return digest;
 }
 
+/** Fails, saying what to do, unless this process can build images (scripts/package.mjs asks first). */
+export function assertCanBuildImages() {
+  if (process.getuid?.() !== 0) fail(`run as root (the image's files belong to root and /data to ${USER.uid}), or inside \`podman unshare\``);
+  const missing = ["umoci", "skopeo", "apt-get", "dpkg-deb"].filter((c) => !onPath(c));
+  if (missing.length > 0) fail(`${missing.join(", ")} missing: run \`bash packaging/debian-tools.sh\` as root`);
+}
+
 /**
  * Builds the images of `binaries` ([{ arch: "amd64" | "arm64", binary }]) and their index into
  * `out` (replaced). Returns { layout, version, index, images: [{ arch, tag, digest, archive }] }.
  */
 export function buildImages(binaries, { out = path.join(root, "build/image") } = {}) {
   const started = Date.now();
-  if (process.getuid?.() !== 0) fail("run as root (the image's files belong to root and /data to 10001), or inside `podman unshare`");
-  const missing = ["umoci", "skopeo", "apt-get", "dpkg-deb"].filter((c) => !onPath(c));
-  if (missing.length > 0) fail(`${missing.join(", ")} missing: run \`bash packaging/debian-tools.sh\` as root`);
+  assertCanBuildImages();
   const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
   const { seconds, iso, revision } = sourceDate();
   const labels = {

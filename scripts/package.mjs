@@ -347,10 +347,10 @@ if (options.addon) {
   const targets = (arch === "all" ? Object.keys(TARGETS) : [arch]).map(target);
   const versions = new Set(targets.map((t) => t.nodeVersion));
   if (versions.size > 1) fail(`packaging/ pins different Node versions per architecture (${[...versions].join(", ")}): pin one`);
+  // Asked before the binaries are built: the images need root and umoci.
+  const images = options.image ? await import("./package-image.mjs") : undefined;
+  images?.assertCanBuildImages();
   const assets = await bundleAssets();
   for (const t of targets) await packageBinary(t, assets);
-  if (options.image) {
-    const { buildImages } = await import("./package-image.mjs");
-    buildImages(targets.map((t) => ({ arch: t.oci, binary: t.binary })));
-  }
+  images?.buildImages(targets.map((t) => ({ arch: t.oci, binary: t.binary })));
 }
