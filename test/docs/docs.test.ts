@@ -24,7 +24,7 @@ import { leftInGroup, makeReaderCheckout, ROOT, runInGroup, sessionScript, signa
 import { parseShellBlocks, toScript } from "./shell-blocks.js";
 
 /** The documents whose blocks run here, in reading order (README.md's "Read on" leads there). */
-const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md"];
+const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md", "docs/deploy.md"];
 /** Documents whose blocks another runner executes. */
 const RUN_ELSEWHERE: Record<string, string> = { "docs/scale-out.md": "test/postgres/scale-out-docs.test.ts" };
 /** The address the docs are written for; the README sets it once. */
