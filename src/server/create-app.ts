@@ -17,7 +17,7 @@ import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
-import { CODE_NAMES } from "../errors/api-error.js";
+import { CODE_NAMES } from "../errors/codes.js";
 import { createServiceContext } from "../services/context.js";
 import { createExchangeService } from "../services/oidc/exchange.js";
 import { writeRequestCheck } from "../services/nul-text.js";

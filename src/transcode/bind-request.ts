@@ -10,11 +10,10 @@
  *   `Content-Type: application/x-www-form-urlencoded`, whose fields are treated exactly like
  *   query parameters (what Go's ParseForm gives grpc-gateway; the STS exchange's HTTP/1
  *   clients send that).
- * - A body must not be compressed (Content-Encoding other than identity: HTTP 415, violation
- *   `body`); this door decompresses nothing.
+ * - A body must not be compressed (Content-Encoding other than identity: INVALID_ARGUMENT,
+ *   violation `body`); this door decompresses nothing.
  * - A body on a rule with a body must be JSON: `application/json` (charset utf-8 or none) or
- *   no Content-Type at all; anything else throws UnsupportedMediaTypeError (HTTP 415, code
- *   INVALID_ARGUMENT, violation `body`). The bytes must be UTF-8 (decoded with a fatal
+ *   no Content-Type at all; anything else is INVALID_ARGUMENT (violation `body`). The bytes must be UTF-8 (decoded with a fatal
  *   TextDecoder), the text valid JSON, every string well-formed UTF-16 (no lone surrogate,
  *   e.g. from a `"\ud800"` escape), nesting at most 64 deep, no object with the same key
  *   twice (protobuf-es's check, as on the RPC doors), and the value an object.
@@ -88,7 +87,7 @@ import {
   UInt64ValueSchema,
 } from "@bufbuild/protobuf/wkt";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
-import { ApiError, GrpcCode, invalidField } from "../errors/api-error.js";
+import { type ApiError, invalidField } from "../errors/api-error.js";
 import type { Route } from "./route-table.js";
 
 /** What bindRequest reads from the HTTP request besides the route and path variables. */
@@ -101,14 +100,6 @@ export interface BindInput {
   readonly contentType?: string;
   /** The Content-Encoding header, if any: only identity is taken (no decompression here). */
   readonly contentEncoding?: string;
-}
-
-/**
- * A body whose media type the rule cannot take. gRPC code INVALID_ARGUMENT (with a `body`
- * violation); the REST door answers it with HTTP 415 Unsupported Media Type.
- */
-export class UnsupportedMediaTypeError extends ApiError {
-  override name = "UnsupportedMediaTypeError";
 }
 
 const WRAPPERS: ReadonlyMap<string, DescMessage> = new Map(
@@ -133,8 +124,8 @@ type Obj = Record<string, unknown>;
 /**
  * Builds the request message for `route` (module comment for every rule).
  * @param vars the decoded path variables by proto path, as RouteTable.match returns them.
- * @throws ApiError INVALID_ARGUMENT with a BadRequest violation naming the field, or
- *   UnsupportedMediaTypeError; nothing is called when it throws.
+ * @throws ApiError INVALID_ARGUMENT with a BadRequest violation naming the field; nothing is
+ *   called when it throws.
  */
 export function bindRequest(route: Route, vars: Readonly<Record<string, string>>, input: BindInput): Message {
   const schema = route.method.input;
@@ -158,7 +149,7 @@ export function bindRequest(route: Route, vars: Readonly<Record<string, string>>
   } else {
     if (body.length > 0) {
       if (media !== undefined && media.type !== "application/json") {
-        throw unsupportedMediaType(`content type ${JSON.stringify(media.type)} is not supported; send application/json`);
+        throw invalidField("body", `content type ${JSON.stringify(media.type)} is not supported; send application/json`);
       }
       requireUtf8Charset(media);
     }
@@ -301,7 +292,7 @@ function parseMediaType(header: string | undefined): { type: string; charset: st
 
 function requireUtf8Charset(media: { charset: string | undefined } | undefined): void {
   if (media?.charset !== undefined && media.charset !== "utf-8" && media.charset !== "utf8") {
-    throw unsupportedMediaType(`charset ${JSON.stringify(media.charset)} is not supported; send utf-8`);
+    throw invalidField("body", `charset ${JSON.stringify(media.charset)} is not supported; send utf-8`);
   }
 }
 
@@ -313,14 +304,8 @@ function requireIdentityEncoding(encoding: string | undefined): void {
   if (encoding === undefined) return;
   const value = encoding.trim().toLowerCase();
   if (value !== "" && value !== "identity") {
-    throw unsupportedMediaType(`content encoding ${JSON.stringify(value)} is not supported; send the body uncompressed`);
+    throw invalidField("body", `content encoding ${JSON.stringify(value)} is not supported; send the body uncompressed`);
   }
-}
-
-function unsupportedMediaType(description: string): UnsupportedMediaTypeError {
-  return new UnsupportedMediaTypeError(GrpcCode.InvalidArgument, `Invalid argument: body: ${description}`, {
-    fieldViolations: [{ field: "body", description }],
-  });
 }
 
 function decodeUtf8(bytes: Uint8Array, field: string): string {

@@ -212,14 +212,14 @@ describe("routing from the google.api.http rules", () => {
   });
 });
 
-describe("bad REST input is INVALID_ARGUMENT (or 413/415) and writes nothing", () => {
+describe("bad REST input is INVALID_ARGUMENT (or RESOURCE_EXHAUSTED) and writes nothing", () => {
   const cases: [string, number, number, string, string, unknown?, Record<string, string>?, string?][] = [
     ["unknown JSON field", 400, 3, "POST", "/iam/v2beta1/groups", { name: "okay", nmae: "x" }, undefined, "nmae"],
     ["wrong JSON type", 400, 3, "POST", "/iam/v2beta1/groups", { name: 5 }, undefined, "name"],
     ["not JSON", 400, 3, "POST", "/iam/v2beta1/groups", '{"name":', undefined, "body"],
     ["a JSON array", 400, 3, "POST", "/iam/v2beta1/groups", "[]", undefined, "body"],
     ["lone surrogate", 400, 3, "POST", "/iam/v2beta1/groups", '{"name":"ok\\ud800"}', undefined, undefined],
-    ["text/plain body", 415, 3, "POST", "/iam/v2beta1/groups", '{"name":"okay"}', { "content-type": "text/plain" }, "body"],
+    ["text/plain body", 400, 3, "POST", "/iam/v2beta1/groups", '{"name":"okay"}', { "content-type": "text/plain" }, "body"],
     ["unknown query parameter", 400, 3, "GET", "/iam/v2beta1/groups?nmae=x", undefined, undefined, "nmae"],
     // Not a binding error: credentials in the URL are refused before binding (test/auth).
     ["token in the query string", 401, 16, "GET", "/iam/v2beta1/groups?access_token=secret", undefined, undefined, undefined],
@@ -253,8 +253,8 @@ describe("bad REST input is INVALID_ARGUMENT (or 413/415) and writes nothing", (
     });
   }
 
-  it("a body over 1 MiB is 413 with RESOURCE_EXHAUSTED", async () => {
-    const res = await rejected(413, 8, "POST", "/iam/v2beta1/groups", { name: "big", description: "x".repeat(1024 * 1024 + 1) });
+  it("a body over 1 MiB is RESOURCE_EXHAUSTED, with its status (429)", async () => {
+    const res = await rejected(429, 8, "POST", "/iam/v2beta1/groups", { name: "big", description: "x".repeat(1024 * 1024 + 1) });
     expect(res.body.message).toContain("exceeds");
   });
 

@@ -26,14 +26,13 @@ import { registerHealth } from "../../src/server/health.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { type RawResponse, rawHttp1, rawHttp2 } from "../support/raw-http.js";
-import { envelope, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
+import { GrpcCode } from "../../src/errors/codes.js";
+import { connectCode, envelope, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
 
 const CREATE = "/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup";
 const HEALTH_CHECK = "/grpc.health.v1.Health/Check";
 const REFLECTION = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
 const ORIGIN = "https://app.example.test";
-const GRPC_INVALID_ARGUMENT = 3;
-const GRPC_INTERNAL = 13;
 
 type Dialect = "rest" | "connect" | "grpc" | "grpc-web";
 
@@ -158,27 +157,8 @@ function errorOf(dialect: Dialect, res: RawResponse): { code: number; reason: st
     expect(first?.["@type"]).toBe("type.googleapis.com/google.rpc.ErrorInfo");
     return { code: body.code, reason: first?.reason, httpStatus: res.status };
   }
-  const names = [
-    "ok",
-    "canceled",
-    "unknown",
-    "invalid_argument",
-    "deadline_exceeded",
-    "not_found",
-    "already_exists",
-    "permission_denied",
-    "resource_exhausted",
-    "failed_precondition",
-    "aborted",
-    "out_of_range",
-    "unimplemented",
-    "internal",
-    "unavailable",
-    "data_loss",
-    "unauthenticated",
-  ];
   expect(first?.type).toBe("google.rpc.ErrorInfo");
-  return { code: names.indexOf(body.code), reason: fromBinary(ErrorInfoSchema, Buffer.from(first.value, "base64")).reason, httpStatus: res.status };
+  return { code: connectCode(body.code), reason: fromBinary(ErrorInfoSchema, Buffer.from(first.value, "base64")).reason, httpStatus: res.status };
 }
 
 /** A health check over Connect and a create over REST both succeed: the server is up and writing. */
@@ -224,7 +204,7 @@ for (const fastUnary of [true, false]) {
           const before = await snapshotDb(t);
           const res = await send(t, door, door.request(t.token, "bad authority"), "%zz");
           const error = errorOf(door.dialect, res);
-          expect(error.code).toBe(GRPC_INVALID_ARGUMENT);
+          expect(error.code).toBe(GrpcCode.InvalidArgument);
           expect(error.reason).toBe("INVALID_AUTHORITY");
           expect(error.httpStatus).toBe(door.dialect === "grpc" || door.dialect === "grpc-web" ? 200 : 400);
           expect(await snapshotDb(t)).toBe(before);
@@ -236,7 +216,7 @@ for (const fastUnary of [true, false]) {
         for (const door of DOORS.filter((d) => !d.h2)) {
           const before = await snapshotDb(t);
           const error = errorOf(door.dialect, await send(t, door, door.request(t.token, "no host"), undefined));
-          expect(error.code, door.name).toBe(GRPC_INVALID_ARGUMENT);
+          expect(error.code, door.name).toBe(GrpcCode.InvalidArgument);
           expect(error.reason, door.name).toBe("INVALID_AUTHORITY");
           expect(await snapshotDb(t)).toBe(before);
         }
@@ -277,7 +257,7 @@ for (const fastUnary of [true, false]) {
               continue;
             }
             const error = errorOf(door.dialect, res);
-            expect(error.code, `${door.name} ${JSON.stringify(authority)} ${res.status}`).toBe(GRPC_INVALID_ARGUMENT);
+            expect(error.code, `${door.name} ${JSON.stringify(authority)} ${res.status}`).toBe(GrpcCode.InvalidArgument);
             expect(await snapshotDb(t)).toBe(before);
           }
         }
@@ -298,7 +278,7 @@ for (const fastUnary of [true, false]) {
           const from = logLines.length;
           const res = await send(t, door, door.request(t.token, "dispatch fault"), "localhost", { "x-test-fault": "dispatch" });
           const error = errorOf(door.dialect, res);
-          expect(error.code).toBe(GRPC_INTERNAL);
+          expect(error.code).toBe(GrpcCode.Internal);
           expect(error.reason).toBe("INTERNAL");
           expect(error.httpStatus).toBe(door.dialect === "grpc" || door.dialect === "grpc-web" ? 200 : 500);
           expect(await snapshotDb(t)).toBe(before);
@@ -323,7 +303,7 @@ for (const fastUnary of [true, false]) {
             },
           );
           const error = errorOf(door.dialect, res);
-          expect(error.code).toBe(GRPC_INTERNAL);
+          expect(error.code).toBe(GrpcCode.Internal);
           expect(error.reason).toBe("INTERNAL");
           expect(res.headers["x-fault"]).toBeUndefined();
           const logged = logLines.slice(from).filter((l) => l.msg === "request failed outside the call pipeline");
