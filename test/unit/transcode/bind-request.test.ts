@@ -6,7 +6,8 @@
 import { type JsonObject, type Message, toJson } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../../src/errors/api-error.js";
-import { bindRequest, parseFormEncoded } from "../../../src/transcode/bind-request.js";
+import { bindRequest } from "../../../src/transcode/bind-request.js";
+import { parseFormEncoded } from "../../../src/transcode/query-params.js";
 import { createRouteTable } from "../../../src/transcode/route-table.js";
 import { ItemService, type ListItemsRequest, type UpdateItemRequest } from "../../gen/trellis/testing/v1/items_pb.js";
 
