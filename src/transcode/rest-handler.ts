@@ -3,7 +3,7 @@
  * (bind-request.ts) → `invokeUnary` (the caller's way into the implementation; the composition
  * root makes it the same pipeline the RPC doors use) → render (render-response.ts).
  *
- * Contract of the returned handler:
+ * Contract of the returned handler's `handle`:
  * - It resolves `false`, touching nothing, when the path's first segment is not the first
  *   literal of any REST template (e.g. `/<package.Service>/<Method>`): the caller hands the
  *   request to connect-node. Otherwise it answers and resolves `true`.
@@ -35,7 +35,7 @@ import { bindRequest } from "./bind-request.js";
 import { parseFormEncoded } from "./query-params.js";
 import { buildOpenApi } from "./openapi.js";
 import { renderResponse } from "./render-response.js";
-import { createRouteTable, type RouteTable } from "./route-table.js";
+import { createRouteTable } from "./route-table.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -87,10 +87,9 @@ export interface RestHandlerOptions {
   readonly onUnexpectedError?: (cause: unknown) => void;
 }
 
-/** The request handler, with the compiled table (for tooling and tests). */
-export type RestHandler = ((req: Req, res: Res) => Promise<boolean>) & {
-  readonly table: RouteTable;
-  /** The handler itself, under a name. */
+/** The REST door's request handler. */
+export interface RestHandler {
+  /** Answers the request (module comment); resolves false, touching nothing, for a path that is not ours. */
   readonly handle: (req: Req, res: Res) => Promise<boolean>;
   /**
    * Whether `handle` would take this request (its path is a route's, or the OpenAPI
@@ -98,7 +97,7 @@ export type RestHandler = ((req: Req, res: Res) => Promise<boolean>) & {
    * hands the request over, so a path that is not ours goes on to the next door now.
    */
   readonly takes: (req: Req) => boolean;
-};
+}
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_OPENAPI = {
@@ -236,7 +235,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     return true;
   }
 
-  return Object.assign(handle, { table, handle, takes });
+  return { handle, takes };
 }
 
 function header(req: Req, name: string): string | undefined {

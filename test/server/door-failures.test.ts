@@ -7,27 +7,31 @@
  *   documents, INVALID_ARGUMENT with ErrorInfo on gRPC, gRPC-web and Connect (health and
  *   reflection included), nothing written, and the server keeps serving.
  * - A failure outside the call pipeline is INTERNAL (with ErrorInfo) for that request alone,
- *   written in its own protocol, and logged: a throw in the dispatcher before any door
- *   (AppOverrides.testDispatchHook) and an answer that cannot be written (a handler-set
- *   response header Node refuses, AppOverrides.testHook) — the second is the promise the
+ *   written in its own protocol, and logged: a throw in the dispatcher before any door (a
+ *   dispatch step, test/support/seams.ts) and an answer that cannot be written (a response
+ *   header Node refuses, set by a call hook in the handler's place) — the second is the promise the
  *   fast doors used to leave without a `.catch`, and the write connect-node only printed.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CreateGroupRequestSchema } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflectionRequestSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
-import { createConnectDoor } from "../../src/server/connect-door.js";
+import { connectRoutes } from "../../src/server/connect-door.js";
 import { registerHealth } from "../../src/server/health.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { type RawResponse, rawHttp1, rawHttp2 } from "../support/raw-http.js";
 import { GrpcCode } from "../../src/errors/codes.js";
 import { connectCode, envelope, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
+
+// The faults below go in through the factories the server is built from (test/support/seams.ts).
+vi.mock(import("../../src/server/call-pipeline.js"), async (original) => (await import("../support/seams.js")).withCallHook(await original()));
+vi.mock(import("../../src/server/front-door.js"), async (original) => (await import("../support/seams.js")).withDispatchStep(await original()));
 
 const CREATE = "/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup";
 const HEALTH_CHECK = "/grpc.health.v1.Health/Check";
@@ -182,10 +186,10 @@ for (const fastUnary of [true, false]) {
         {
           fastUnary,
           log: pino({ level: "error" }, sink),
-          testDispatchHook(req) {
+          dispatchStep(req) {
             if (req.headers["x-test-fault"] === "dispatch") throw new Error("injected dispatcher fault");
           },
-          async testHook(_method, context) {
+          async callHook(_method, context) {
             // Headers Node refuses when the answer is written, after the handler has returned:
             // a control character in a value (HTTP/1.1), a connection-specific header (HTTP/2).
             if (context.requestHeader.get("x-test-fault") === "response-header") {
@@ -318,8 +322,7 @@ for (const fastUnary of [true, false]) {
 describe("connect-node's door on its own, behind the dispatcher's authority check", () => {
   it("a bad or missing authority that reaches connect-node's request conversion is that request's failure, not a throw", async () => {
     const failures: unknown[] = [];
-    const door = createConnectDoor({
-      routes: (router) => registerHealth(router, () => HealthCheckResponse_ServingStatus.SERVING),
+    const door = connectRoutes({ routes: (router) => registerHealth(router, () => HealthCheckResponse_ServingStatus.SERVING) }).door({
       onFailure(_req, res, err) {
         failures.push(err);
         res.writeHead(500);

@@ -69,7 +69,7 @@ async function serve(options: Partial<RestHandlerOptions>): Promise<{ server: ht
     ...options,
   });
   const server = http.createServer((req, res) => {
-    void rest(req, res).then((handled) => {
+    void rest.handle(req, res).then((handled) => {
       if (!handled) {
         res.writeHead(418);
         res.end();
@@ -409,12 +409,6 @@ describe("createRestHandler options", () => {
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("DELETE, GET, PATCH, POST");
     expect(res.headers.get("access-control-allow-origin")).toBeNull();
-  });
-
-  it("exposes the compiled table and a named handle", () => {
-    const handler = createRestHandler({ services: [ItemService], errorDomain: "x", invokeUnary: echo, openApi: false });
-    expect(handler.table.routes).toHaveLength(14);
-    expect(handler.handle).toBe(handler);
   });
 
   it("fails at construction on conflicting rules", () => {
