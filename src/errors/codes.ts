@@ -7,7 +7,7 @@
  * FAILED_PRECONDITION is 400, not 412; CANCELLED is the non-standard 499. The Connect
  * protocol's table is the same one (test/unit/errors/codes.test.ts holds them equal), so an
  * error has one HTTP status on every door that has one: REST, Connect through connect-node,
- * the fast Connect door and the dispatcher's own answers (request-errors.ts). gRPC and gRPC-web
+ * the fast Connect door and the front door's own answers (request-errors.ts). gRPC and gRPC-web
  * carry the code in `grpc-status` and answer HTTP 200.
  *
  * One answer takes its status from its reason instead: METHOD_NOT_ALLOWED (code UNIMPLEMENTED,

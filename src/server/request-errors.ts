@@ -1,5 +1,5 @@
 /**
- * Errors the dispatcher itself answers, outside the doors and the call pipeline: a request
+ * Errors the front door itself answers, outside the doors and the call pipeline: a request
  * whose authority is refused before any door runs, and a request whose door failed in a way
  * nothing below caught (a throw while routing, building the context or writing the answer).
  *
@@ -33,7 +33,7 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
 export type ErrorDialect = "grpc" | "grpc-web" | "connect" | "rest";
 
 /**
- * The dialect of a request: gRPC and gRPC-web by content type (as the dispatcher routes
+ * The dialect of a request: gRPC and gRPC-web by content type (as the front door routes
  * them), REST for the paths the REST door or the plain GET documents serve (`isRestPath`),
  * Connect for everything else (connect-node's paths).
  */
@@ -59,7 +59,7 @@ export function invalidAuthority(present: boolean): ApiError {
 /**
  * Writes `error` as the whole response, natively for `dialect`. The response must not have
  * started. Headers set on it before are dropped, except the CORS ones (every answer to an
- * allowed origin carries them) and `x-request-id` (every answer carries it; the dispatcher
+ * allowed origin carries them) and `x-request-id` (every answer carries it; the front door
  * set it from a checked or generated value, so it cannot be what Node refused): the others
  * belong to the answer that failed, and one of them may be why it failed (Node keeps a
  * header it refused to send, and would refuse it again).
