@@ -8,50 +8,14 @@
  * (grpc-status-details-bin on gRPC, error details on Connect and gRPC-web) and the REST door
  * renders as a google.rpc.Status JSON body.
  *
- * This module has no dependency on connect or on generated code, so the store can use it.
+ * This module has no dependency on connect or on generated code, so the store can use it. The
+ * codes themselves, their names and HTTP statuses are codes.ts.
  */
-import type { CodeReason, Reason } from "./reasons.js";
+import { CODE_NAMES, GrpcCode } from "./codes.js";
+import type { Reason } from "./reasons.js";
 
-/** gRPC status codes (google/rpc/code.proto), the numbers clients switch on. */
-export const GrpcCode = {
-  Canceled: 1,
-  Unknown: 2,
-  InvalidArgument: 3,
-  DeadlineExceeded: 4,
-  NotFound: 5,
-  AlreadyExists: 6,
-  PermissionDenied: 7,
-  ResourceExhausted: 8,
-  FailedPrecondition: 9,
-  Aborted: 10,
-  OutOfRange: 11,
-  Unimplemented: 12,
-  Internal: 13,
-  Unavailable: 14,
-  DataLoss: 15,
-  Unauthenticated: 16,
-} as const;
-export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
-
-/** Canonical code names; ErrorInfo.reason defaults to the name of the code (docs/published-api.md "Errors"). */
-export const CODE_NAMES: Readonly<Record<number, CodeReason>> = {
-  1: "CANCELLED",
-  2: "UNKNOWN",
-  3: "INVALID_ARGUMENT",
-  4: "DEADLINE_EXCEEDED",
-  5: "NOT_FOUND",
-  6: "ALREADY_EXISTS",
-  7: "PERMISSION_DENIED",
-  8: "RESOURCE_EXHAUSTED",
-  9: "FAILED_PRECONDITION",
-  10: "ABORTED",
-  11: "OUT_OF_RANGE",
-  12: "UNIMPLEMENTED",
-  13: "INTERNAL",
-  14: "UNAVAILABLE",
-  15: "DATA_LOSS",
-  16: "UNAUTHENTICATED",
-};
+// The code every ApiError carries; re-exported so a thrower needs one import.
+export { GrpcCode } from "./codes.js";
 
 /** One google.rpc.BadRequest.FieldViolation. `field` is a proto field path (snake_case). */
 export interface FieldViolation {

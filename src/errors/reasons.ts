@@ -3,29 +3,10 @@
  *
  * Clients switch on `reason`, so a reason is part of the API: a typo or a new spelling made up
  * at a call site would be a silent break. Making the set a type means the compiler refuses a
- * reason that is not listed here, and this file is the one list to read (docs/published-api.md
- * "Errors" says what each means to a client).
+ * reason that is not listed: a reason is a code's canonical name (codes.ts) or one of the
+ * specific reasons below (docs/published-api.md "Errors" says what each means to a client).
  */
-
-/** The canonical code names, used as the reason when nothing more specific applies. */
-export const CODE_REASONS = [
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-] as const;
+import type { CodeName } from "./codes.js";
 
 /** Reasons more specific than the code. */
 export const SPECIFIC_REASONS = [
@@ -57,5 +38,5 @@ export const SPECIFIC_REASONS = [
   "STORAGE_CONFLICT", // ABORTED: lost to a concurrent write even after retries; send it again
 ] as const;
 
-export type CodeReason = (typeof CODE_REASONS)[number];
-export type Reason = CodeReason | (typeof SPECIFIC_REASONS)[number];
+/** A reason: a code's canonical name (codes.ts, when nothing more specific applies) or a specific one. */
+export type Reason = CodeName | (typeof SPECIFIC_REASONS)[number];

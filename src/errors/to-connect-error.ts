@@ -11,7 +11,8 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { storageFailureOf } from "./storage-error.js";
-import { ApiError, aborted, CODE_NAMES, GrpcCode, internal, unavailable } from "./api-error.js";
+import { ApiError, aborted, GrpcCode, internal, unavailable } from "./api-error.js";
+import { CODE_NAMES } from "./codes.js";
 import type { Reason } from "./reasons.js";
 
 type OutgoingDetail = ConstructorParameters<typeof ConnectError>[3] extends (infer D)[] | undefined ? D : never;

@@ -36,10 +36,8 @@ export const MAX_LOCK_MS = 400;
 /**
  * Pause between two import transactions. A server write that finds the lock taken retries
  * at growing intervals of up to 50 ms (src/store/sqlite/group-commit.ts), so back-to-back
- * transactions would starve it past its 1 s bound (measured with SQLite's busy handler,
- * which the server used before: a server write failed with STORAGE_BUSY during an import
- * without this pause). A gap longer than the longest interval guarantees every waiting
- * writer its turn.
+ * transactions could starve it past its 1 s bound (the write then fails STORAGE_BUSY). A gap
+ * longer than the longest interval guarantees every waiting writer its turn.
  */
 export const YIELD_MS = 110;
 /**

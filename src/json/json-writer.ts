@@ -4,7 +4,7 @@
  * It knows nothing of either door, so it sits below both (docs/architecture.md, "Layers").
  *
  * Why not protobuf-es `toJson` plus a post-pass (src/transcode/render-response.ts, still the
- * fallback): on a List page of 50 groups that pair was a third of the server's CPU (docs/performance.md),
+ * fallback): on a List page that pair was a large share of the server's CPU (docs/performance.md),
  * mostly Timestamps formatted twice (protobuf-es prints 0/3/6/9 fractional digits, the
  * post-pass printed them again with exactly 3) and a second walk over message and JSON. The
  * output is the same value: proto3 JSON as `toJson(schema, m, { alwaysEmitImplicit: true })`

@@ -2,7 +2,7 @@
  * What the server knows about a request before any door reads it, for the call log: the
  * request id, the peer address and the W3C trace id.
  *
- * The dispatcher (create-app.ts) builds one CallMeta per request, hangs it on the Node request
+ * The front door (create-app.ts) builds one CallMeta per request, hangs it on the Node request
  * and sets the `x-request-id` response header there, so every door's answer carries it
  * without each door knowing (they all write their head with `writeHead`, which keeps headers
  * set before). Each door then puts the CallMeta into its HandlerContext's values under
@@ -71,7 +71,7 @@ export function traceIdOf(value: string | string[] | undefined): string | undefi
 
 /**
  * Builds the request's CallMeta, keeps it on the request and sets `x-request-id` on the
- * response. Called once per request in the dispatcher, before any door.
+ * response. Called once per request in the front door, before any door.
  */
 export function attachCallMeta(req: RequestLike, res: ResponseLike): CallMeta {
   const headers = req.headers;
@@ -88,7 +88,7 @@ export function attachCallMeta(req: RequestLike, res: ResponseLike): CallMeta {
   return meta;
 }
 
-/** The CallMeta the dispatcher attached to this request (undefined if none was). */
+/** The CallMeta the front door attached to this request (undefined if none was). */
 export function callMetaOf(req: object): CallMeta | undefined {
   return (req as WithMeta)[META];
 }

@@ -1,5 +1,5 @@
 /**
- * The operator's endpoints, answered in the dispatcher before any door and without
+ * The operator's endpoints, answered in the front door before any door and without
  * authentication (a kubelet or a Prometheus scraper holds no token):
  *
  *   GET /healthz  200 {"status":"ok"}: the process answers requests (liveness).
@@ -16,7 +16,7 @@ import http from "node:http";
 import type http2 from "node:http2";
 import type { Metrics } from "./metrics.js";
 
-// What the listener hands the dispatcher on either HTTP version (spelled here, not imported
+// What the listener hands the front door on either HTTP version (spelled here, not imported
 // from the server, which sits above this module).
 type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;

@@ -55,7 +55,7 @@ import {
   TraceIdRatioBasedSampler,
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
-import { CODE_NAMES } from "../errors/api-error.js";
+import { CODE_NAMES } from "../errors/codes.js";
 import type { Logger } from "./logger.js";
 import { trellisVersion } from "../version.js";
 import type { CallHook, CallTracing, SubjectOf, TracingSettings, UnaryCall } from "./tracing.js";

@@ -5,9 +5,9 @@
  * Why it matters: connect-node and the fast doors build `context.url` with
  * `new URL(path, scheme://authority)`, and that throws on a host the URL standard refuses
  * (`%zz`, `a.09`, `1.2.3.999`, a port over 65535, a broken `xn--` label). Before this check
- * such a request threw out of the dispatcher and stopped the process. The server answers
+ * such a request threw out of the front door and stopped the process. The server answers
  * every door from one port whatever the authority says (it does not route by host), so a
- * bad one is simply the client's error: the dispatcher refuses it before any door runs.
+ * bad one is simply the client's error: the front door refuses it before any door runs.
  *
  * Valid means both:
  * - RFC 3986 syntax without userinfo: a bracketed IP literal or a reg-name (unreserved,

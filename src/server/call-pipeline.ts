@@ -23,7 +23,8 @@
  */
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { CODE_NAMES, unimplemented } from "../errors/api-error.js";
+import { unimplemented } from "../errors/api-error.js";
+import { CODE_NAMES } from "../errors/codes.js";
 import { toConnectError } from "../errors/to-connect-error.js";
 import { callerOf } from "../auth/caller.js";
 import { CALL_META } from "../observe/call-meta.js";

@@ -7,7 +7,7 @@
  * its caller (a missing authority is a ConnectError thrown, a malformed one a TypeError from
  * `new URL`), and when writing the response fails it only prints to the console and leaves
  * the response open, so the client waits until a timeout. Here a failure of either kind goes
- * to `onFailure` (the dispatcher's: log it, answer INTERNAL or cut the request off), and the
+ * to `onFailure` (the front door's: log it, answer INTERNAL or cut the request off), and the
  * rest is what the adapter does: same router options, same path lookup (query string
  * stripped), same conversions. A path the router does not hold goes to `onUnknownPath`
  * instead of the adapter's bare 404, which gRPC clients cannot read (unknown-method.ts).
@@ -30,10 +30,6 @@ export interface ConnectDoorHandlers {
   readonly onUnknownPath: (req: Req, res: Res, path: string, knownServices: ReadonlySet<string>) => void;
 }
 
-export interface ConnectDoorOptions extends ConnectRouterOptions, ConnectDoorHandlers {
-  readonly routes: (router: ConnectRouter) => void;
-}
-
 export interface ConnectDoor {
   /** Serves one request; throws nothing for any request. */
   (req: Req, res: Res): void;
@@ -49,10 +45,6 @@ export interface ConnectRoutes {
   /** True for the paths the router serves ("/package.Service/Method"). */
   serves(path: string): boolean;
   door(handlers: ConnectDoorHandlers): ConnectDoor;
-}
-
-export function createConnectDoor(options: ConnectDoorOptions): ConnectDoor {
-  return connectRoutes(options).door(options);
 }
 
 export function connectRoutes(options: ConnectRouterOptions & { readonly routes: (router: ConnectRouter) => void }): ConnectRoutes {
@@ -85,7 +77,7 @@ function serveWith(
         req,
         res,
         undefined,
-        // Request id, peer and trace id for the call log, from the dispatcher (call-meta.ts).
+        // Request id, peer and trace id for the call log, from the front door (call-meta.ts).
         createContextValues().set(CALL_META, callMetaOf(req)),
       );
     } catch (err) {

@@ -43,8 +43,6 @@ export {
 
 // --- @connectrpc/connect/protocol-connect: the Connect protocol ----------------------------
 export {
-  /** The HTTP status of a Connect error answer (fast Connect door, request-errors.ts). */
-  codeToHttpStatus,
   /**
    * Code <-> the Connect protocol's snake_case code name: protocol-errors.ts reads and rewrites
    * the `code` of connect-node's Connect error bodies.

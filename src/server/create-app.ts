@@ -3,7 +3,8 @@
  * service in the call pipeline once, builds the doors that call the wrapped functions, lists
  * them in order as the front door (front-door.ts; each door's place is explained where it is
  * listed), and listens on one port. Tests call `startApp` with port 0 and a fresh data
- * directory.
+ * directory (test/support/app.ts), and add what they need through the factories named here
+ * (test/support/seams.ts): the server carries no hook for tests.
  */
 import type http2 from "node:http2";
 import path from "node:path";
@@ -17,7 +18,7 @@ import { createIdpVerifier } from "../auth/idp-keys.js";
 import { createAuth } from "../auth/setup.js";
 import { EMPTY_TRUST } from "../auth/trust-config.js";
 import type { TokenIssuer } from "../auth/tokens.js";
-import { CODE_NAMES } from "../errors/api-error.js";
+import { CODE_NAMES } from "../errors/codes.js";
 import { createServiceContext } from "../services/context.js";
 import { createExchangeService } from "../services/oidc/exchange.js";
 import { writeRequestCheck } from "../services/nul-text.js";
@@ -58,6 +59,8 @@ export interface App {
   readonly issuer: TokenIssuer;
   /** Where /metrics is served when `metricsAddr` moved it off the API port. */
   readonly metricsUrl?: string;
+  /** The open store the app serves (it closes it): the same connections, for code in this process. */
+  readonly store: StoreEngine;
   /** Graceful stop: refuse new work, finish in-flight calls, close the database. */
   close(): Promise<void>;
 }
@@ -73,23 +76,6 @@ export interface AppOverrides {
    * (src/server/fast-unary/).
    */
   readonly fastUnary?: boolean;
-  /**
-   * Tests only: one more before-call hook, run after authentication and authorization on every
-   * door. It lets a test stand in for a slow handler (one still running when the client's
-   * deadline passes) and look at the HandlerContext a door built, without a fake service.
-   */
-  readonly testHook?: BeforeCallHook;
-  /**
-   * Tests only: receives the server's store once it is open, to inject storage faults the way
-   * they happen (e.g. a full disk, through the engine's own connection).
-   */
-  readonly onStore?: (store: StoreEngine) => void;
-  /**
-   * Tests only: runs in the dispatcher for every request whose authority passed, before any
-   * door. A test throws from it to prove that a failure outside every door's own handling is
-   * answered INTERNAL for that request alone, in that request's protocol.
-   */
-  readonly testDispatchHook?: (req: NodeRequest, res: NodeResponse) => void;
 }
 
 export async function startApp(config: ServerConfig, overrides: AppOverrides = {}): Promise<App> {
@@ -105,7 +91,6 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     throw err;
   }
   try {
-    overrides.onStore?.(store);
     const now = overrides.now ?? Date.now;
     await store.ensureBuiltInRoles(now());
     const untracedCtx = await createServiceContext(store, now);
@@ -139,7 +124,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     // another replica applies to this call (engine.ts `catchUp`). SQLite's watchers need no hook.
     // Named: its span (with tracing on) is called after it.
     const catchUp = store.serverValues.catchUp;
-    const authHooks: readonly BeforeCallHook[] = catchUp
+    const beforeCall: readonly BeforeCallHook[] = catchUp
       ? [
           function catchUpSharedValues() {
             return catchUp();
@@ -147,7 +132,6 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
           ...auth.hooks,
         ]
       : auth.hooks;
-    const beforeCall = overrides.testHook ? [...authHooks, overrides.testHook] : authHooks;
     const metrics = createMetrics(store.health);
     // Writes refuse a NUL in any string of their request, the same on every engine (nul-text.ts).
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics, tracing, requestCheck: writeRequestCheck });
@@ -218,7 +202,6 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     const fastGrpc = fast ? createFastGrpcUnary(fastOptions) : undefined;
     const fastConnect = fast ? createFastConnectUnary(fastOptions) : undefined;
     const fastGrpcWeb = fast ? createFastGrpcWebUnary(fastOptions) : undefined;
-    const testDispatchHook = overrides.testDispatchHook;
     const corsDoor = createCors(config.corsOrigins ?? []);
 
     // The doors that need more than one line, named for the list below.
@@ -270,8 +253,6 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         step(attachCallMeta),
         // Before any door: every door builds a URL from the authority (authority.ts).
         refuseBadAuthority,
-        // Tests only: a failure here is outside every door's own handling.
-        ...(testDispatchHook ? [step(testDispatchHook)] : []),
         // Before any door reads the headers: a second Authorization header must not vanish.
         step(foldRepeatedAuthorization),
         // A browser's preflight (and CORS headers on every answer to an allowed origin).
@@ -358,6 +339,7 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
       log,
       issuer,
       metricsUrl: metricsListener?.url,
+      store,
       close() {
         closing ??= (async () => {
           // Readiness (and gRPC health) fail first, while everything is still answered: a

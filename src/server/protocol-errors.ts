@@ -38,16 +38,13 @@ import { anyPack } from "@bufbuild/protobuf/wkt";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { codeFromString, codeToString } from "./connect-internals.js";
-import { CODE_NAMES, GrpcCode } from "../errors/api-error.js";
+import { CODE_NAMES, GrpcCode, httpStatusOf } from "../errors/codes.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 type NodeHeaders = Record<string, string | string[] | number | undefined>;
 type Write = (chunk: unknown, ...rest: unknown[]) => boolean;
 type WriteHead = (status: number, headers?: NodeHeaders) => unknown;
-
-/** HTTP status connect-node uses for INVALID_ARGUMENT on the Connect protocol. */
-const CONNECT_INVALID_ARGUMENT_STATUS = 400;
 
 /**
  * connect-node's INTERNAL messages about bytes the client sent (module comment). It calls some
@@ -240,6 +237,7 @@ function rewriteConnectError(chunk: unknown, status: number, errorDomain: string
       },
     ];
   }
-  const newStatus = fixed.code !== codeNumber && fixed.code === GrpcCode.InvalidArgument ? CONNECT_INVALID_ARGUMENT_STATUS : status;
+  // A code our rules changed takes its own status (codes.ts); otherwise connect-node's stands.
+  const newStatus = fixed.code !== codeNumber ? httpStatusOf(fixed.code) : status;
   return { status: newStatus, body: Buffer.from(JSON.stringify(out)) };
 }

@@ -1,5 +1,5 @@
 /**
- * Errors the dispatcher itself answers, outside the doors and the call pipeline: a request
+ * Errors the front door itself answers, outside the doors and the call pipeline: a request
  * whose authority is refused before any door runs, and a request whose door failed in a way
  * nothing below caught (a throw while routing, building the context or writing the answer).
  *
@@ -7,8 +7,8 @@
  * the error made and converted the usual way (src/errors/: ErrorInfo first):
  * - gRPC: a trailers-only response (`grpc-status`, `grpc-message`, `grpc-status-details-bin`);
  * - gRPC-web: 200 with the trailer frame as the body;
- * - Connect: the JSON error body with connect's HTTP status for the code;
- * - REST and the plain GET documents: the google.rpc.Status JSON body with the REST status.
+ * - Connect: the JSON error body, with the code's HTTP status (src/errors/codes.ts);
+ * - REST and the plain GET documents: the google.rpc.Status JSON body, with the same status.
  *
  * When the response has already started, its bytes cannot be taken back: the request alone
  * is cut off (HTTP/2: its stream is reset with INTERNAL_ERROR; HTTP/1.1: its connection is
@@ -18,12 +18,12 @@
 import type http from "node:http";
 import http2 from "node:http2";
 import type { ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus, encodeEnvelope, errorToJsonBytes, setTrailerStatus, trailerFlag, trailerSerialize } from "./connect-internals.js";
+import { encodeEnvelope, errorToJsonBytes, setTrailerStatus, trailerFlag, trailerSerialize } from "./connect-internals.js";
 import { ApiError, GrpcCode, internal } from "../errors/api-error.js";
+import { httpStatusOf } from "../errors/codes.js";
 import { toStatusJson } from "../errors/status-json.js";
 import { toConnectError } from "../errors/to-connect-error.js";
 import type { Logger } from "../observe/logger.js";
-import { httpStatusFromCode } from "../transcode/http-status.js";
 import { encodeGrpcMessage, rpcProtocolOf } from "./protocol-errors.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -33,7 +33,7 @@ type Res = http.ServerResponse | http2.Http2ServerResponse;
 export type ErrorDialect = "grpc" | "grpc-web" | "connect" | "rest";
 
 /**
- * The dialect of a request: gRPC and gRPC-web by content type (as the dispatcher routes
+ * The dialect of a request: gRPC and gRPC-web by content type (as the front door routes
  * them), REST for the paths the REST door or the plain GET documents serve (`isRestPath`),
  * Connect for everything else (connect-node's paths).
  */
@@ -59,7 +59,7 @@ export function invalidAuthority(present: boolean): ApiError {
 /**
  * Writes `error` as the whole response, natively for `dialect`. The response must not have
  * started. Headers set on it before are dropped, except the CORS ones (every answer to an
- * allowed origin carries them) and `x-request-id` (every answer carries it; the dispatcher
+ * allowed origin carries them) and `x-request-id` (every answer carries it; the front door
  * set it from a checked or generated value, so it cannot be what Node refused): the others
  * belong to the answer that failed, and one of them may be why it failed (Node keeps a
  * header it refused to send, and would refuse it again).
@@ -105,10 +105,8 @@ export function writeError(res: Res, dialect: ErrorDialect, error: ConnectError)
     out.end(body);
     return;
   }
-  const [status, body] =
-    dialect === "connect"
-      ? [codeToHttpStatus(error.code), errorToJsonBytes(error, {})]
-      : [httpStatusFromCode(error.code), Buffer.from(JSON.stringify(toStatusJson(error)))];
+  const status = httpStatusOf(error.code);
+  const body = dialect === "connect" ? errorToJsonBytes(error, {}) : Buffer.from(JSON.stringify(toStatusJson(error)));
   const headers: Record<string, string> = { "content-type": "application/json", "content-length": String(body.byteLength) };
   if (dialect === "rest" && error.code === GrpcCode.Unauthenticated) headers["www-authenticate"] = "Bearer";
   out.writeHead(status, headers);

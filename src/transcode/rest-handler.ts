@@ -3,18 +3,18 @@
  * (bind-request.ts) → `invokeUnary` (the caller's way into the implementation; the composition
  * root makes it the same pipeline the RPC doors use) → render (render-response.ts).
  *
- * Contract of the returned handler:
+ * Contract of the returned handler's `handle`:
  * - It resolves `false`, touching nothing, when the path's first segment is not the first
  *   literal of any REST template (e.g. `/<package.Service>/<Method>`): the caller hands the
  *   request to connect-node. Otherwise it answers and resolves `true`.
  * - Every error, routing errors included, is a google.rpc.Status JSON body (toStatusJson,
- *   ErrorInfo first) with the HTTP status from http-status.ts, except: no route → 404 (code
- *   NOT_FOUND); a path that matches only under other methods → 405 with `Allow` (code
- *   UNIMPLEMENTED, reason METHOD_NOT_ALLOWED; no implicit HEAD or OPTIONS); a body over
- *   `maxBodyBytes` → 413 (code RESOURCE_EXHAUSTED; declared lengths are refused before
- *   reading, streamed ones as soon as they cross the cap, and the connection is closed rather
- *   than drained); a non-JSON body → 415 (code INVALID_ARGUMENT). UNAUTHENTICATED adds
- *   `WWW-Authenticate: Bearer`.
+ *   ErrorInfo first) with its code's HTTP status (src/errors/codes.ts): no route is NOT_FOUND
+ *   (404); a path that matches only under other methods is UNIMPLEMENTED with reason
+ *   METHOD_NOT_ALLOWED (405, the one status a reason decides) and `Allow` (no implicit HEAD or
+ *   OPTIONS); a body over `maxBodyBytes` is RESOURCE_EXHAUSTED (429; declared lengths are
+ *   refused before reading, streamed ones as soon as they cross the cap, and the connection is
+ *   closed rather than drained); a body that is not JSON, or is compressed, is
+ *   INVALID_ARGUMENT (400). UNAUTHENTICATED adds `WWW-Authenticate: Bearer`.
  * - No CORS here: the server answers preflights and decorates responses for every door in one
  *   place (src/server/cors.ts) before a request reaches this handler. An OPTIONS request that
  *   gets here is an ordinary method, i.e. 405 with `Allow`.
@@ -30,11 +30,12 @@ import { create, type DescMessage, type DescMethodUnary, type DescService, isMes
 import { ApiError, GrpcCode, resourceExhausted } from "../errors/api-error.js";
 import { toStatusJson } from "../errors/status-json.js";
 import { toConnectError } from "../errors/to-connect-error.js";
-import { bindRequest, parseFormEncoded, UnsupportedMediaTypeError } from "./bind-request.js";
-import { httpStatusFromCode } from "./http-status.js";
+import { httpStatusOf } from "../errors/codes.js";
+import { bindRequest } from "./bind-request.js";
+import { parseFormEncoded } from "./query-params.js";
 import { buildOpenApi } from "./openapi.js";
 import { renderResponse } from "./render-response.js";
-import { createRouteTable, type RouteTable } from "./route-table.js";
+import { createRouteTable } from "./route-table.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -86,10 +87,9 @@ export interface RestHandlerOptions {
   readonly onUnexpectedError?: (cause: unknown) => void;
 }
 
-/** The request handler, with the compiled table (for tooling and tests). */
-export type RestHandler = ((req: Req, res: Res) => Promise<boolean>) & {
-  readonly table: RouteTable;
-  /** The handler itself, under a name. */
+/** The REST door's request handler. */
+export interface RestHandler {
+  /** Answers the request (module comment); resolves false, touching nothing, for a path that is not ours. */
   readonly handle: (req: Req, res: Res) => Promise<boolean>;
   /**
    * Whether `handle` would take this request (its path is a route's, or the OpenAPI
@@ -97,7 +97,7 @@ export type RestHandler = ((req: Req, res: Res) => Promise<boolean>) & {
    * hands the request over, so a path that is not ours goes on to the next door now.
    */
   readonly takes: (req: Req) => boolean;
-};
+}
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_OPENAPI = {
@@ -107,20 +107,18 @@ const DEFAULT_OPENAPI = {
 } as const;
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "host", "content-length"]);
 
-/** An ApiError answered with a fixed HTTP status instead of the code table's. */
-class HttpStatusError extends ApiError {
-  override name = "HttpStatusError";
-  httpStatus = 500;
+/** An ApiError answered with HTTP headers of its own (`Allow`, `Connection: close`). */
+class WithHeadersError extends ApiError {
+  override name = "WithHeadersError";
   headers: Readonly<Record<string, string>> = {};
 }
 
-function withStatus(err: ApiError, httpStatus: number, headers: Record<string, string> = {}): HttpStatusError {
-  const e = new HttpStatusError(err.code, err.message, {
+function withHeaders(err: ApiError, headers: Record<string, string>): WithHeadersError {
+  const e = new WithHeadersError(err.code, err.message, {
     reason: err.reason,
     metadata: err.metadata,
     fieldViolations: err.fieldViolations,
   });
-  e.httpStatus = httpStatus;
   e.headers = headers;
   return e;
 }
@@ -147,14 +145,9 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       res.end();
       return;
     }
-    let status = httpStatusFromCode(error.code);
+    const status = httpStatusOf(error.code, err instanceof ApiError ? err.reason : undefined);
     const headers: Record<string, string> = { "content-type": "application/json" };
-    if (err instanceof HttpStatusError) {
-      status = err.httpStatus;
-      Object.assign(headers, err.headers);
-    } else if (err instanceof UnsupportedMediaTypeError) {
-      status = 415;
-    }
+    if (err instanceof WithHeadersError) Object.assign(headers, err.headers);
     if (error.code === GrpcCode.Unauthenticated) headers["www-authenticate"] = "Bearer";
     const text = JSON.stringify(toStatusJson(error));
     headers["content-length"] = String(Buffer.byteLength(text));
@@ -193,12 +186,11 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       }
       if (m.kind === "methodNotAllowed") {
         const allow = m.allow.join(", ");
-        throw withStatus(
+        throw withHeaders(
           new ApiError(GrpcCode.Unimplemented, `Method not allowed: ${httpMethod} ${rawPath} (allowed: ${allow})`, {
             reason: "METHOD_NOT_ALLOWED",
             metadata: { http_method: httpMethod, allow },
           }),
-          405,
           { allow },
         );
       }
@@ -243,7 +235,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     return true;
   }
 
-  return Object.assign(handle, { table, handle, takes });
+  return { handle, takes };
 }
 
 function header(req: Req, name: string): string | undefined {
@@ -268,7 +260,7 @@ function forwardHeaders(req: Req): Headers {
 }
 
 /**
- * Reads the whole body, refusing with 413 once it exceeds `max` bytes (a declared
+ * Reads the whole body, refusing it (RESOURCE_EXHAUSTED) once it exceeds `max` bytes (a declared
  * Content-Length over the cap before reading anything). The refused rest is not drained:
  * HTTP/1.1 gets `connection: close`, an HTTP/2 stream is reset with NO_ERROR.
  */
@@ -281,11 +273,7 @@ function readBody(req: Req, res: Res, max: number): Promise<Uint8Array> {
         if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
       });
     }
-    return withStatus(
-      resourceExhausted(`request body exceeds ${max} bytes`, { metadata: { limit_bytes: String(max) } }),
-      413,
-      isH2 ? {} : { connection: "close" },
-    );
+    return withHeaders(resourceExhausted(`request body exceeds ${max} bytes`, { metadata: { limit_bytes: String(max) } }), isH2 ? {} : { connection: "close" });
   };
   const declared = Number(header(req, "content-length"));
   if (Number.isFinite(declared) && declared > max) return Promise.reject(tooLarge());

@@ -13,7 +13,6 @@ import pino from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import type { Db } from "../../src/store/sqlite/db.js";
 import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
 import { redactDatabaseUrl } from "../../src/store/target.js";
 import { trellisVersion } from "../../src/version.js";
@@ -83,18 +82,10 @@ describe("probes", () => {
   it.skipIf(TEST_ENGINE === "postgres")(
     "/readyz fails while the database cannot be written (a full disk; SQLite only: fills the SQLite file) and recovers; /healthz stays live",
     async () => {
-      let db: Db | undefined;
-      const t = await startTestApp(
-        {},
-        { storageProbeMs: 3_600_000 },
-        {
-          onStore: (s) => {
-            db = sqliteConnectionOf(s);
-          },
-        },
-      );
+      const t = await startTestApp({}, { storageProbeMs: 3_600_000 });
+      const db = sqliteConnectionOf(t.app.store);
       try {
-        const sqlite = (db as Db).$client;
+        const sqlite = db.$client;
         const room = sqlite.pragma("max_page_count", { simple: true }) as number;
         sqlite.pragma(`max_page_count = ${sqlite.pragma("page_count", { simple: true })}`);
         let refused = false;

@@ -135,7 +135,8 @@ describePostgres("point reads batched per turn on PostgreSQL", { timeout: 60_000
     let sql: pg.Pool;
     beforeAll(async () => {
       database = await newPostgresDatabase("point_reads_app", { migrated: true });
-      t = await startTestApp({ databaseUrl: database.url, poolSize: 4 }, {}, { onStore: (s) => (store = s) });
+      t = await startTestApp({ databaseUrl: database.url, poolSize: 4 });
+      store = t.app.store;
       sql = new pg.Pool({ connectionString: database.url, max: 3 });
     });
     afterAll(async () => {

@@ -4,11 +4,14 @@
  * HandlerContext is the fast doors' lean one exactly when the fast path is on.
  */
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { LEAN_CONTEXT } from "../../src/server/fast-unary/shared.js";
 import { FAST_UNARY_OFF, startTestApp, type TestApp } from "../support/app.js";
 import { closeGrpcClients, rpcTransports } from "../support/transports.js";
+
+// A call hook for this file's servers (test/support/seams.ts).
+vi.mock(import("../../src/server/call-pipeline.js"), async (original) => (await import("../support/seams.js")).withCallHook(await original()));
 
 const served: boolean[] = [];
 let t: TestApp;
@@ -17,7 +20,7 @@ beforeAll(async () => {
     {},
     {},
     {
-      testHook: async (_method, context) => {
+      callHook: async (_method, context) => {
         served.push(LEAN_CONTEXT in context);
       },
     },

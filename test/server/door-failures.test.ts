@@ -7,33 +7,36 @@
  *   documents, INVALID_ARGUMENT with ErrorInfo on gRPC, gRPC-web and Connect (health and
  *   reflection included), nothing written, and the server keeps serving.
  * - A failure outside the call pipeline is INTERNAL (with ErrorInfo) for that request alone,
- *   written in its own protocol, and logged: a throw in the dispatcher before any door
- *   (AppOverrides.testDispatchHook) and an answer that cannot be written (a handler-set
- *   response header Node refuses, AppOverrides.testHook) — the second is the promise the
+ *   written in its own protocol, and logged: a throw in the dispatcher before any door (a
+ *   dispatch step, test/support/seams.ts) and an answer that cannot be written (a response
+ *   header Node refuses, set by a call hook in the handler's place) — the second is the promise the
  *   fast doors used to leave without a `.catch`, and the write connect-node only printed.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CreateGroupRequestSchema } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflectionRequestSchema } from "../../gen/grpc/reflection/v1/reflection_pb.js";
-import { createConnectDoor } from "../../src/server/connect-door.js";
+import { connectRoutes } from "../../src/server/connect-door.js";
 import { registerHealth } from "../../src/server/health.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { type RawResponse, rawHttp1, rawHttp2 } from "../support/raw-http.js";
-import { envelope, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
+import { GrpcCode } from "../../src/errors/codes.js";
+import { connectCode, envelope, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
+
+// The faults below go in through the factories the server is built from (test/support/seams.ts).
+vi.mock(import("../../src/server/call-pipeline.js"), async (original) => (await import("../support/seams.js")).withCallHook(await original()));
+vi.mock(import("../../src/server/front-door.js"), async (original) => (await import("../support/seams.js")).withDispatchStep(await original()));
 
 const CREATE = "/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup";
 const HEALTH_CHECK = "/grpc.health.v1.Health/Check";
 const REFLECTION = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
 const ORIGIN = "https://app.example.test";
-const GRPC_INVALID_ARGUMENT = 3;
-const GRPC_INTERNAL = 13;
 
 type Dialect = "rest" | "connect" | "grpc" | "grpc-web";
 
@@ -158,27 +161,8 @@ function errorOf(dialect: Dialect, res: RawResponse): { code: number; reason: st
     expect(first?.["@type"]).toBe("type.googleapis.com/google.rpc.ErrorInfo");
     return { code: body.code, reason: first?.reason, httpStatus: res.status };
   }
-  const names = [
-    "ok",
-    "canceled",
-    "unknown",
-    "invalid_argument",
-    "deadline_exceeded",
-    "not_found",
-    "already_exists",
-    "permission_denied",
-    "resource_exhausted",
-    "failed_precondition",
-    "aborted",
-    "out_of_range",
-    "unimplemented",
-    "internal",
-    "unavailable",
-    "data_loss",
-    "unauthenticated",
-  ];
   expect(first?.type).toBe("google.rpc.ErrorInfo");
-  return { code: names.indexOf(body.code), reason: fromBinary(ErrorInfoSchema, Buffer.from(first.value, "base64")).reason, httpStatus: res.status };
+  return { code: connectCode(body.code), reason: fromBinary(ErrorInfoSchema, Buffer.from(first.value, "base64")).reason, httpStatus: res.status };
 }
 
 /** A health check over Connect and a create over REST both succeed: the server is up and writing. */
@@ -202,10 +186,10 @@ for (const fastUnary of [true, false]) {
         {
           fastUnary,
           log: pino({ level: "error" }, sink),
-          testDispatchHook(req) {
+          dispatchStep(req) {
             if (req.headers["x-test-fault"] === "dispatch") throw new Error("injected dispatcher fault");
           },
-          async testHook(_method, context) {
+          async callHook(_method, context) {
             // Headers Node refuses when the answer is written, after the handler has returned:
             // a control character in a value (HTTP/1.1), a connection-specific header (HTTP/2).
             if (context.requestHeader.get("x-test-fault") === "response-header") {
@@ -224,7 +208,7 @@ for (const fastUnary of [true, false]) {
           const before = await snapshotDb(t);
           const res = await send(t, door, door.request(t.token, "bad authority"), "%zz");
           const error = errorOf(door.dialect, res);
-          expect(error.code).toBe(GRPC_INVALID_ARGUMENT);
+          expect(error.code).toBe(GrpcCode.InvalidArgument);
           expect(error.reason).toBe("INVALID_AUTHORITY");
           expect(error.httpStatus).toBe(door.dialect === "grpc" || door.dialect === "grpc-web" ? 200 : 400);
           expect(await snapshotDb(t)).toBe(before);
@@ -236,7 +220,7 @@ for (const fastUnary of [true, false]) {
         for (const door of DOORS.filter((d) => !d.h2)) {
           const before = await snapshotDb(t);
           const error = errorOf(door.dialect, await send(t, door, door.request(t.token, "no host"), undefined));
-          expect(error.code, door.name).toBe(GRPC_INVALID_ARGUMENT);
+          expect(error.code, door.name).toBe(GrpcCode.InvalidArgument);
           expect(error.reason, door.name).toBe("INVALID_AUTHORITY");
           expect(await snapshotDb(t)).toBe(before);
         }
@@ -277,7 +261,7 @@ for (const fastUnary of [true, false]) {
               continue;
             }
             const error = errorOf(door.dialect, res);
-            expect(error.code, `${door.name} ${JSON.stringify(authority)} ${res.status}`).toBe(GRPC_INVALID_ARGUMENT);
+            expect(error.code, `${door.name} ${JSON.stringify(authority)} ${res.status}`).toBe(GrpcCode.InvalidArgument);
             expect(await snapshotDb(t)).toBe(before);
           }
         }
@@ -298,7 +282,7 @@ for (const fastUnary of [true, false]) {
           const from = logLines.length;
           const res = await send(t, door, door.request(t.token, "dispatch fault"), "localhost", { "x-test-fault": "dispatch" });
           const error = errorOf(door.dialect, res);
-          expect(error.code).toBe(GRPC_INTERNAL);
+          expect(error.code).toBe(GrpcCode.Internal);
           expect(error.reason).toBe("INTERNAL");
           expect(error.httpStatus).toBe(door.dialect === "grpc" || door.dialect === "grpc-web" ? 200 : 500);
           expect(await snapshotDb(t)).toBe(before);
@@ -323,7 +307,7 @@ for (const fastUnary of [true, false]) {
             },
           );
           const error = errorOf(door.dialect, res);
-          expect(error.code).toBe(GRPC_INTERNAL);
+          expect(error.code).toBe(GrpcCode.Internal);
           expect(error.reason).toBe("INTERNAL");
           expect(res.headers["x-fault"]).toBeUndefined();
           const logged = logLines.slice(from).filter((l) => l.msg === "request failed outside the call pipeline");
@@ -338,8 +322,7 @@ for (const fastUnary of [true, false]) {
 describe("connect-node's door on its own, behind the dispatcher's authority check", () => {
   it("a bad or missing authority that reaches connect-node's request conversion is that request's failure, not a throw", async () => {
     const failures: unknown[] = [];
-    const door = createConnectDoor({
-      routes: (router) => registerHealth(router, () => HealthCheckResponse_ServingStatus.SERVING),
+    const door = connectRoutes({ routes: (router) => registerHealth(router, () => HealthCheckResponse_ServingStatus.SERVING) }).door({
       onFailure(_req, res, err) {
         failures.push(err);
         res.writeHead(500);

@@ -52,6 +52,7 @@ import type { ServiceContext } from "../../src/services/context.js";
 import { createRouteTable } from "../../src/transcode/route-table.js";
 import { operatorToken } from "../support/auth.js";
 import { envelope, grpcWebTrailers } from "../support/raw-rpc.js";
+import { seamsForNextApp } from "../support/seams.js";
 
 /**
  * randomBytes as a seeded sequence (mulberry32) that `restart(n)` sets back to stream n. Only
@@ -90,6 +91,8 @@ vi.mock("node:crypto", async (importOriginal) => {
   };
   return { ...actual, default: { ...actual, randomBytes }, randomBytes };
 });
+// The test hook below, on both servers (test/support/seams.ts).
+vi.mock(import("../../src/server/call-pipeline.js"), async (original) => (await import("../support/seams.js")).withCallHook(await original()));
 
 // ---------------------------------------------------------------------------------------
 // The methods
@@ -301,7 +304,7 @@ interface Server {
 const HONOR_CAP_MS = 2000;
 
 /**
- * Tests only (AppOverrides.testHook), on request (`x-test-hook`): "fail" throws an
+ * A call hook (test/support/seams.ts), on request (`x-test-hook`): "fail" throws an
  * INVALID_ARGUMENT; "honor" waits on `context.signal` and throws its reason. Records the
  * context each door built either way.
  */
@@ -341,9 +344,10 @@ async function start(dataDir: string, fastUnary: boolean): Promise<Server> {
   const lines: Record<string, unknown>[] = [];
   const seen: Observation[] = [];
   const sink = { write: (line: string) => void lines.push(JSON.parse(line)) };
+  seamsForNextApp({ callHook: testHook(seen) });
   const app = await startApp(
     { host: "127.0.0.1", port: 0, dataDir, errorDomain: DEFAULT_ERROR_DOMAIN, logLevel: "info", issuerUrl: "http://trellis.test" },
-    { log: pino({ level: "info" }, sink), fastUnary, testHook: testHook(seen), now: () => CLOCK },
+    { log: pino({ level: "info" }, sink), fastUnary, now: () => CLOCK },
   );
   return { app, lines, seen };
 }

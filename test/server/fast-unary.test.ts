@@ -13,7 +13,7 @@
  * unknown paths) are here as well, so the hand-over is proven to change nothing either.
  *
  * Deadlines, which the fast path serves itself, also need what the wire does not show: both
- * servers run a test-only before-call hook (AppOverrides.testHook) that records the
+ * servers run a call hook (test/support/seams.ts: one more before-call hook) that records the
  * HandlerContext each door built — whether it is the fast path's lean context (LEAN_CONTEXT:
  * the proof that the fast path, not connect-node, served the call), what `timeoutMs()` says,
  * whether `signal` was aborted and why — and, on request (`x-test-hook`), plays a slow handler
@@ -31,7 +31,7 @@ import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CreateGroupRequestSchema, GetGroupRequestSchema, GroupSchema } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
@@ -41,6 +41,10 @@ import { type App, startApp } from "../../src/server/create-app.js";
 import { LEAN_CONTEXT } from "../../src/server/fast-unary/shared.js";
 import { operatorToken } from "../support/auth.js";
 import { envelope } from "../support/raw-rpc.js";
+import { seamsForNextApp } from "../support/seams.js";
+
+// The test hook below, on both servers (test/support/seams.ts).
+vi.mock(import("../../src/server/call-pipeline.js"), async (original) => (await import("../support/seams.js")).withCallHook(await original()));
 
 const SERVICE = "/chainguard.platform.iam.v2beta1.GroupsService";
 const GET = `${SERVICE}/GetGroup`;
@@ -122,9 +126,10 @@ async function start(dataDir: string, fastUnary: boolean, issuerUrl: string): Pr
   const lines: Record<string, unknown>[] = [];
   const seen: Observation[] = [];
   const sink = { write: (line: string) => void lines.push(JSON.parse(line)) };
+  seamsForNextApp({ callHook: testHook(seen) });
   const app = await startApp(
     { host: "127.0.0.1", port: 0, dataDir, errorDomain: DEFAULT_ERROR_DOMAIN, logLevel: "info", issuerUrl },
-    { log: pino({ level: "info" }, sink), fastUnary, testHook: testHook(seen) },
+    { log: pino({ level: "info" }, sink), fastUnary },
   );
   return { app, lines, seen };
 }

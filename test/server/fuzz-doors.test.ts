@@ -10,6 +10,7 @@
  * Per request: an answer or a closed connection within the time limit; no INTERNAL or
  * UNKNOWN status and no HTTP 5xx (the deliberate INTERNAL of request-errors.ts is for bugs,
  * and fuzzing must find none); every error that carries a status carries ErrorInfo first;
+ * a JSON error body (REST, Connect) comes with its code's HTTP status (src/errors/codes.ts);
  * and a request that was not accepted left the database exactly as it was.
  * After each batch: the server still answers a health check and a GetGroup.
  *
@@ -29,7 +30,8 @@ import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
 import { type RawResponse, rawHttp1, rawHttp2 } from "../support/raw-http.js";
-import { envelope } from "../support/raw-rpc.js";
+import { GrpcCode, httpStatusOf } from "../../src/errors/codes.js";
+import { connectCode, envelope } from "../support/raw-rpc.js";
 import { rest } from "../support/rest.js";
 
 const SEED = process.env.TRELLIS_FUZZ_SEED ? Number(process.env.TRELLIS_FUZZ_SEED) : 170_001;
@@ -103,29 +105,6 @@ const EXTRA_NAMES = [
   "range",
   "if-none-match",
 ];
-
-const CODE_NAMES = [
-  "ok",
-  "canceled",
-  "unknown",
-  "invalid_argument",
-  "deadline_exceeded",
-  "not_found",
-  "already_exists",
-  "permission_denied",
-  "resource_exhausted",
-  "failed_precondition",
-  "aborted",
-  "out_of_range",
-  "unimplemented",
-  "internal",
-  "unavailable",
-  "data_loss",
-  "unauthenticated",
-];
-const GRPC_UNKNOWN = 2;
-const GRPC_UNIMPLEMENTED = 12;
-const GRPC_INTERNAL = 13;
 
 interface Spec {
   readonly h2: boolean;
@@ -450,7 +429,7 @@ function judge(spec: Spec, res: RawResponse): Verdict {
   if (res.status >= 500 && !(res.status === 505 && !spec.h2) && !mayBe501) problems.push(`HTTP ${res.status}`);
   const grpc = grpcStatusOf(res);
   if (grpc) {
-    if (grpc.code === GRPC_INTERNAL || grpc.code === GRPC_UNKNOWN) problems.push(`gRPC status ${grpc.code}`);
+    if (grpc.code === GrpcCode.Internal || grpc.code === GrpcCode.Unknown) problems.push(`gRPC status ${grpc.code}`);
     if (grpc.code !== 0) {
       const info = grpc.detailsBin === undefined ? undefined : fromBinary(StatusSchema, Buffer.from(grpc.detailsBin, "base64")).details[0];
       if (info?.typeUrl !== `type.googleapis.com/${ErrorInfoSchema.typeName}`) problems.push("gRPC error without ErrorInfo first");
@@ -459,19 +438,22 @@ function judge(spec: Spec, res: RawResponse): Verdict {
   }
   // A HEAD answer has no body to check.
   if (spec.method !== "HEAD" && res.status >= 400 && (res.headers["content-type"] ?? "").startsWith("application/json")) {
-    let body: { code?: unknown; details?: { type?: string; "@type"?: string }[] } | undefined;
+    let body: { code?: unknown; details?: { type?: string; value?: string; "@type"?: string; reason?: string }[] } | undefined;
     try {
       body = JSON.parse(res.body.toString("utf8"));
     } catch {
       problems.push("an error body that is not JSON");
     }
     if (body && body.code !== undefined) {
-      const code = typeof body.code === "number" ? body.code : CODE_NAMES.indexOf(String(body.code));
-      if (mayBe501 && code !== GRPC_UNIMPLEMENTED) problems.push(`HTTP 501 with code ${String(body.code)}`);
-      if (code === GRPC_INTERNAL || code === GRPC_UNKNOWN) problems.push(`error code ${String(body.code)}`);
+      const code = typeof body.code === "number" ? body.code : connectCode(body.code);
+      if (mayBe501 && code !== GrpcCode.Unimplemented) problems.push(`HTTP 501 with code ${String(body.code)}`);
+      if (code === GrpcCode.Internal || code === GrpcCode.Unknown) problems.push(`error code ${String(body.code)}`);
       const first = body.details?.[0];
       const type = first?.type ?? first?.["@type"]?.replace("type.googleapis.com/", "");
       if (type !== ErrorInfoSchema.typeName) problems.push("error body without ErrorInfo first");
+      // REST writes ErrorInfo as JSON, Connect as base64 protobuf.
+      const reason = first?.reason ?? (first?.value === undefined ? undefined : fromBinary(ErrorInfoSchema, Buffer.from(first.value, "base64")).reason);
+      if (res.status !== httpStatusOf(code, reason)) problems.push(`HTTP ${res.status} with code ${String(body.code)}`);
     }
   } else if (mayBe501 && spec.method !== "HEAD") {
     problems.push("HTTP 501 without an UNIMPLEMENTED error body");

@@ -14,7 +14,7 @@ import { CreateGroupRequestSchema } from "../../gen/chainguard/platform/iam/v2be
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { snapshotDb } from "../support/db.js";
-import { envelope, grpcCall, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
+import { connectCode, envelope, grpcCall, grpcWebTrailers, statusOfTrailers } from "../support/raw-rpc.js";
 import { rest } from "../support/rest.js";
 
 const RUNS = 120;
@@ -132,27 +132,8 @@ async function send(via: string, payload: Buffer): Promise<{ code: number; info?
     if (res.status === 200) return { code: 0 };
     const json = JSON.parse(res.body.toString("utf8"));
     const detail = json.details?.[0];
-    const codes = [
-      "ok",
-      "canceled",
-      "unknown",
-      "invalid_argument",
-      "deadline_exceeded",
-      "not_found",
-      "already_exists",
-      "permission_denied",
-      "resource_exhausted",
-      "failed_precondition",
-      "aborted",
-      "out_of_range",
-      "unimplemented",
-      "internal",
-      "unavailable",
-      "data_loss",
-      "unauthenticated",
-    ];
     return {
-      code: codes.indexOf(json.code),
+      code: connectCode(json.code),
       info: detail?.type === "google.rpc.ErrorInfo" ? fromBinary(ErrorInfoSchema, Buffer.from(detail.value, "base64")) : undefined,
     };
   }

@@ -5,17 +5,20 @@
  * the pipeline twice, or converted an error the pipeline had already converted as if it were
  * new, would show here as a second count or a second log line.
  *
- * A test-only before-call hook (AppOverrides.testHook, after authentication and
+ * A call hook (test/support/seams.ts: one more before-call hook, after authentication and
  * authorization) counts the calls it sees and throws a plain Error for one sentinel uid, the
  * way a bug in a handler would.
  */
 import { Writable } from "node:stream";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { callDoors } from "../support/call-method.js";
 import { closeGrpcClients } from "../support/transports.js";
+
+// A call hook for this file's servers (test/support/seams.ts).
+vi.mock(import("../../src/server/call-pipeline.js"), async (original) => (await import("../support/seams.js")).withCallHook(await original()));
 
 afterAll(() => closeGrpcClients());
 
@@ -48,7 +51,7 @@ describe.each([true, false])("once per call (fast path %s)", (fastUnary) => {
       {
         log: pino({ level: "info" }, sink),
         fastUnary,
-        testHook(_method, _context, request) {
+        callHook(_method, _context, request) {
           hookCalls++;
           if ((request as { uid?: string }).uid === SENTINEL) throw new Error("a handler's bug");
         },

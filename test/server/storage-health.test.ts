@@ -8,7 +8,6 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
-import type { Db } from "../../src/store/sqlite/db.js";
 import { sqliteConnectionOf } from "../../src/store/sqlite/engine.js";
 import { startTestApp } from "../support/app.js";
 import { rest } from "../support/rest.js";
@@ -39,21 +38,13 @@ describe("health follows whether the database can be written", () => {
   });
 
   it("a full disk: the failed write turns Check NOT_SERVING on every door; a write that succeeds turns it back", async () => {
-    let db: Db | undefined;
     // No probe during the test: the outcome of the API's own writes is what is looked at.
-    const t = await startTestApp(
-      {},
-      { storageProbeMs: 3_600_000 },
-      {
-        onStore: (s) => {
-          db = sqliteConnectionOf(s);
-        },
-      },
-    );
+    const t = await startTestApp({}, { storageProbeMs: 3_600_000 });
+    const db = sqliteConnectionOf(t.app.store);
     try {
       const statuses = async () => Promise.all(rpcTransports.map(async (tr) => (await createClient(Health, tr.create(t.url)).check({ service: "" })).status));
       expect(await statuses()).toEqual(rpcTransports.map(() => ServingStatus.SERVING));
-      const sqlite = (db as Db).$client;
+      const sqlite = db.$client;
       const room = sqlite.pragma("max_page_count", { simple: true }) as number;
       // No room to grow: the next page the database needs is refused with SQLITE_FULL.
       sqlite.pragma(`max_page_count = ${sqlite.pragma("page_count", { simple: true })}`);

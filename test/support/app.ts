@@ -12,6 +12,7 @@ import { type App, type AppOverrides, startApp } from "../../src/server/create-a
 import { databaseFile } from "../../src/store/sqlite/db.js";
 import { operatorToken, setDefaultToken } from "./auth.js";
 import { dropPostgresDatabase, newPostgresDatabase, TEST_ENGINE } from "./postgres.js";
+import { type Seams, seamsForNextApp } from "./seams.js";
 import { forgetTestStore, registerTestStore, storeOfTestApp } from "./store-target.js";
 import { closeGrpcClients } from "./transports.js";
 
@@ -45,8 +46,11 @@ export interface TestApp {
  */
 export const FAST_UNARY_OFF = process.env.TRELLIS_TEST_FAST_UNARY === "off";
 
-/** What a test may change besides config and limits (the clock stays the test app's own). */
-export type TestOverrides = Omit<AppOverrides, "now" | "limits">;
+/**
+ * What a test may change besides config and limits (the clock stays the test app's own), and
+ * what it adds through the server's factories (seams.ts: the test file mocks the factory).
+ */
+export type TestOverrides = Omit<AppOverrides, "now" | "limits"> & Seams;
 
 export async function startTestApp(config: Partial<ServerConfig> = {}, limits: Partial<Limits> = {}, overrides: TestOverrides = {}): Promise<TestApp> {
   const dataDir = config.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "trellis-test-"));
@@ -60,6 +64,8 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
   else if (config.databaseUrl !== undefined) registerTestStore(dataDir, { dataDir, databaseUrl: config.databaseUrl });
   let offset = 0;
   let frozenAt: number | undefined;
+  const { callHook, dispatchStep, ...appOverrides } = overrides;
+  seamsForNextApp({ callHook, dispatchStep });
   const app = await startApp(
     {
       host: "127.0.0.1",
@@ -70,7 +76,7 @@ export async function startTestApp(config: Partial<ServerConfig> = {}, limits: P
       ...(database ? { databaseUrl: database.url, poolSize: 4 } : {}),
       ...config,
     },
-    { log: pino({ level: "silent" }), ...(FAST_UNARY_OFF ? { fastUnary: false } : {}), ...overrides, now: () => (frozenAt ?? Date.now()) + offset, limits },
+    { log: pino({ level: "silent" }), ...(FAST_UNARY_OFF ? { fastUnary: false } : {}), ...appOverrides, now: () => (frozenAt ?? Date.now()) + offset, limits },
   );
   const token = await operatorToken(dataDir);
   setDefaultToken(app.url, token);

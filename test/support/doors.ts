@@ -13,7 +13,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { grpcWebTrailers } from "./raw-rpc.js";
+import { connectCode, grpcWebTrailers } from "./raw-rpc.js";
 
 export type Door = "connect" | "grpc" | "grpc-web" | "rest";
 export type HeaderPairs = ReadonlyArray<readonly [string, string]>;
@@ -99,25 +99,6 @@ function h2Request(baseUrl: string, init: { method?: string; path: string; heade
   }).finally(() => session.close());
 }
 
-const CONNECT_CODES: Record<string, number> = {
-  canceled: 1,
-  unknown: 2,
-  invalid_argument: 3,
-  deadline_exceeded: 4,
-  not_found: 5,
-  already_exists: 6,
-  permission_denied: 7,
-  resource_exhausted: 8,
-  failed_precondition: 9,
-  aborted: 10,
-  out_of_range: 11,
-  unimplemented: 12,
-  internal: 13,
-  unavailable: 14,
-  data_loss: 15,
-  unauthenticated: 16,
-};
-
 /** Reads the answer of `door` into one shape. */
 export function outcomeOf(door: Door, res: RawResponse): Outcome {
   const text = res.body.toString("utf8");
@@ -137,7 +118,7 @@ export function outcomeOf(door: Door, res: RawResponse): Outcome {
   }
   if (res.status === 200) return { code: 0, status: 200, message: "", reason: undefined, errorInfoFirst: false, fields: [], text };
   const body = JSON.parse(text) as { code: string | number; message?: string; details?: Array<Record<string, unknown>> };
-  const code = typeof body.code === "number" ? body.code : (CONNECT_CODES[body.code] ?? NaN);
+  const code = typeof body.code === "number" ? body.code : connectCode(body.code);
   const details = (body.details ?? []).map((d) =>
     door === "connect" ? { typeUrl: `type.googleapis.com/${d.type as string}`, value: Buffer.from(d.value as string, "base64") } : { json: d },
   );

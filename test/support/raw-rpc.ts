@@ -1,13 +1,23 @@
 /**
  * Raw gRPC and gRPC-web plumbing for tests that send bytes no generated client would:
- * framing, a one-shot HTTP/2 gRPC call, and reading status and ErrorInfo out of trailers.
+ * framing, a one-shot HTTP/2 gRPC call, reading status and ErrorInfo out of trailers, and the
+ * code of a Connect error body.
  */
 import http2 from "node:http2";
 import { fromBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { codeFromString } from "../../src/server/connect-internals.js";
 import { defaultAuthHeaders } from "./auth.js";
+
+/**
+ * The code of a Connect error body's `code` ("invalid_argument" is 3), read as connect reads
+ * it; NaN for anything that is no Connect code name.
+ */
+export function connectCode(name: unknown): number {
+  return codeFromString(String(name)) ?? Number.NaN;
+}
 
 /** One uncompressed length-prefixed message (gRPC and gRPC-web data frame). */
 export function envelope(payload: Buffer): Buffer {

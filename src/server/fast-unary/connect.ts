@@ -8,8 +8,9 @@
  * `timeoutMs()` counts down, the signal aborts with DEADLINE_EXCEEDED — see shared.ts
  * createLeanContext), `connect-protocol-version` absent or 1. The wrapped implementation
  * (call pipeline) is called directly and the answer is written with connect's own helpers
- * (serialization, compression negotiation, errorToJsonBytes, codeToHttpStatus, trailerMux; JSON
- * answers through the compiled writer of json-writer.ts, which writes the same bytes)
+ * (serialization, compression negotiation, errorToJsonBytes, trailerMux; JSON answers through
+ * the compiled writer of json-writer.ts, which writes the same bytes; an error's HTTP status
+ * from src/errors/codes.ts, whose table is connect's)
  * through the same writeHead / write / end calls connect-node's adapter makes, so
  * conformProtocolErrors rewrites errors exactly as it does for connect-node.
  *
@@ -20,7 +21,8 @@
  */
 import { create, isMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus, compressionNegotiate, errorToJsonBytes, parseConnectTimeout as parseTimeout, trailerMux } from "../connect-internals.js";
+import { httpStatusOf } from "../../errors/codes.js";
+import { compressionNegotiate, errorToJsonBytes, parseConnectTimeout as parseTimeout, trailerMux } from "../connect-internals.js";
 import {
   ACCEPT_COMPRESSION,
   COMPRESS_MIN_BYTES,
@@ -104,7 +106,7 @@ async function invoke(
     body = binary ? route.serialization.getO(true).serialize(message) : serializeJson(route, message);
   } catch (err) {
     const error = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
-    status = codeToHttpStatus(error.code);
+    status = httpStatusOf(error.code);
     context.responseHeader.set("content-type", "application/json");
     error.metadata.forEach((value, key) => {
       context.responseHeader.set(key, value);
