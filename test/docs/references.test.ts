@@ -9,7 +9,8 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CODE_REASONS, SPECIFIC_REASONS } from "../../src/errors/reasons.js";
+import { CODE_NAMES } from "../../src/errors/codes.js";
+import { SPECIFIC_REASONS } from "../../src/errors/reasons.js";
 
 const ROOT = path.resolve(".");
 /** The files of the checkout: committed, or new and not ignored. */
@@ -102,7 +103,7 @@ describe("the docs' pointers", () => {
   });
 
   it("name only ErrorInfo reasons the server can send (src/errors/reasons.ts)", () => {
-    const known = new Set<string>([...CODE_REASONS, ...SPECIFIC_REASONS]);
+    const known = new Set<string>([...Object.values(CODE_NAMES), ...SPECIFIC_REASONS]);
     const unknown = DOCS.flatMap((doc) =>
       reasonsNamed(prose(fs.readFileSync(path.join(ROOT, doc), "utf8")))
         .filter((r) => !known.has(r))
