@@ -103,7 +103,7 @@ const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_OPENAPI = {
   path: "/openapi.json",
   title: "Trellis: Identity, Registry and Vulnerability Management API",
-  version: "v2beta1",
+  version: "v2",
 } as const;
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "host", "content-length"]);
 
