@@ -34,6 +34,7 @@ export const SPECIFIC_REASONS = [
   "UNKNOWN_SERVICE", // no such service on this server
   "UNKNOWN_METHOD", // the service is known, the method is not
   "METHOD_NOT_ALLOWED", // REST: the path exists, the HTTP method does not
+  "API_VERSION_GONE", // the method's API version (v1) is past its sunset (--v1-sunset)
   // Credentials
   "TOKEN_MISSING",
   "TOKEN_IN_URL", // a token in the query string is refused, never used

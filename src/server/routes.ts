@@ -112,6 +112,12 @@ const GA_TWINS: readonly (readonly [DescService, DescService])[] = [
   [AdvisoriesServiceV2, AdvisoriesService],
 ];
 
+/** The v1 services (deprecated, v1-sunset.ts), each with the v2 service a client calls instead. */
+export const V1_REPLACEMENTS: ReadonlyMap<DescService, string> = new Map<DescService, string>([
+  [GroupsV1, GroupsServiceV2.typeName],
+  [RegistryV1, ReposServiceV2.typeName],
+]);
+
 /**
  * The descriptors alone, in the order they appear in reflection and in /openapi.json (the GA
  * services after the others, so the operationIds the v2beta1 methods had stay theirs):

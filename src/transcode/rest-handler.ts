@@ -23,6 +23,9 @@
  *   upgrade, te, host, content-length) and without HTTP/2 pseudo-headers. Nothing here logs
  *   or echoes a header; error messages name the method and path, never header values.
  * - Success is 200 `application/json` (an Empty response is `{}`).
+ * - Response headers the call set (`RestCall.setResponseHeaders`: the pipeline's, e.g. v1's
+ *   Deprecation and Sunset, a rate limit's Retry-After) go on the answer, success or error;
+ *   the door's own (content type and length) win.
  */
 import type http from "node:http";
 import http2 from "node:http2";
@@ -51,6 +54,8 @@ export interface RestCall {
   readonly signal: AbortSignal;
   /** The Node request itself, for what the server attached to it before any door (call-meta). */
   readonly nodeRequest: Req;
+  /** Headers the call wants on its answer, whether it succeeds or fails. */
+  setResponseHeaders(headers: Headers): void;
 }
 
 /** Options of createRestHandler; only `services`, `invokeUnary` and `errorDomain` are required. */
@@ -140,7 +145,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const openApiBody = (): string =>
     (openApiText ??= JSON.stringify({ ...openApiDoc, servers: [{ url: options.serverUrl?.() ?? "/", description: "this server" }] }));
 
-  function sendError(res: Res, err: unknown): void {
+  function sendError(res: Res, err: unknown, callHeaders?: Headers): void {
     const { error, unexpected } = toConnectError(err, options.errorDomain);
     if (unexpected !== undefined) options.onUnexpectedError?.(unexpected);
     if (res.headersSent) {
@@ -148,7 +153,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       return;
     }
     let status = httpStatusFromCode(error.code);
-    const headers: Record<string, string> = { "content-type": "application/json" };
+    const headers: Record<string, string> = { ...headersOf(callHeaders), "content-type": "application/json" };
     if (err instanceof HttpStatusError) {
       status = err.httpStatus;
       Object.assign(headers, err.headers);
@@ -184,6 +189,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     }
     if (!table.handles(rawPath)) return false;
 
+    let callHeaders: Headers | undefined;
     try {
       const m = table.match(httpMethod, rawPath);
       if (m.kind === "notFound") {
@@ -225,6 +231,9 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         url,
         headers: forwardHeaders(req),
         nodeRequest: req,
+        setResponseHeaders(headers) {
+          callHeaders = headers;
+        },
         get signal() {
           if (abort === undefined) {
             abort = new AbortController();
@@ -235,15 +244,24 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       });
       const response = isMessage(out, output) ? out : create(output as DescMessage, out as never);
       const text = renderResponse(m.route, response as Message);
-      (res as http.ServerResponse).writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
+      (res as http.ServerResponse).writeHead(200, {
+        ...headersOf(callHeaders),
+        "content-type": "application/json",
+        "content-length": String(Buffer.byteLength(text)),
+      });
       res.end(text);
     } catch (err) {
-      sendError(res, err);
+      sendError(res, err, callHeaders);
     }
     return true;
   }
 
   return Object.assign(handle, { table, handle, takes });
+}
+
+/** A call's response headers as a Node header record ({} for none). */
+function headersOf(headers: Headers | undefined): Record<string, string> {
+  return headers ? Object.fromEntries(headers) : {};
 }
 
 function header(req: Req, name: string): string | undefined {

@@ -17,11 +17,16 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ServerConfig } from "../../src/server/config.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { PREAMBLE, parseShellBlocks, type ShellBlock, toScript } from "./shell-blocks.js";
 
 const ROOT = path.resolve(".");
-const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md"];
+const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md", "docs/migrating.md"];
+/** The server a document's blocks run against, where it is not the default one (as its text says). */
+const SERVER_CONFIG: Record<string, Partial<ServerConfig>> = {
+  "docs/migrating.md": { v1SunsetAt: Date.UTC(2099, 11, 31) },
+};
 
 /** Every JSON value printed on its own line(s): curl answers followed by `; echo`. */
 function jsonLines(stdout: string): unknown[] {
@@ -101,6 +106,25 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
     expect(unknown).toMatchObject({ code: 3 });
     expect(unknown.message).toContain("colour");
   },
+  "migrating-setup": ({ stdout }) => {
+    const [group, list] = jsonLines(stdout) as Json[];
+    expect(group).toMatchObject({ name: "migrating demo" });
+    expect(list.groups).toEqual([group]);
+  },
+  "migrating-v1": ({ stdout }) => {
+    // "every v1 answer carries Deprecation, Sunset and a Link to this section", then the guide
+    // served at that path has the section.
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((l) => l.trim());
+    expect([...lines.slice(0, 3)].sort()).toEqual([
+      "deprecation: @1795824000",
+      expect.stringMatching(/^link: <http:\/\/127\.0\.0\.1:\d+\/docs\/migrating\.md#v1--v2>; rel="deprecation sunset"; type="text\/markdown"$/),
+      "sunset: Thu, 31 Dec 2099 00:00:00 GMT",
+    ]);
+    expect(lines[3]).toBe("1");
+  },
   "cli-backup": ({ stdout }) => {
     const lines = stdout.split("\n").filter((l) => l !== "");
     expect(lines).toEqual([
@@ -138,7 +162,7 @@ for (const doc of DOCS) {
     beforeAll(async () => {
       work = fs.mkdtempSync(path.join(os.tmpdir(), "trellis-docs-"));
       fs.symlinkSync(path.join(ROOT, "examples"), path.join(work, "examples"));
-      t = await startTestApp({ dataDir: path.join(work, "data") });
+      t = await startTestApp({ dataDir: path.join(work, "data"), ...SERVER_CONFIG[doc] });
     });
     afterAll(async () => {
       await t?.close();

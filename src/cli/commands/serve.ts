@@ -29,6 +29,7 @@ interface ServeOptions {
   config?: string;
   metricsAddr?: string;
   drainSeconds?: string;
+  v1Sunset?: string;
 }
 
 export function registerServe(program: Command, io: Io): void {
@@ -50,6 +51,7 @@ export function registerServe(program: Command, io: Io): void {
     .option("--config <file>", "trust configuration: identity providers, registry audience (docs/auth.md) [env TRELLIS_CONFIG]")
     .option("--metrics-addr <host:port>", "serve Prometheus /metrics on this address instead of the API port [env TRELLIS_METRICS_ADDR]")
     .option("--drain-seconds <n>", "on SIGTERM, fail /readyz this long before refusing connections [env TRELLIS_DRAIN_SECONDS, default 0]")
+    .option("--v1-sunset <date>", "announce v1's end on its answers, and refuse v1 from this date on (docs/migrating.md) [env TRELLIS_V1_SUNSET]")
     .action(async (opts: ServeOptions) => {
       // Loaded on use: the server's modules would slow every client command's start.
       const { LIMITS, parseServeConfig } = await import("../../server/config.js");
@@ -110,6 +112,7 @@ function toArgs(opts: ServeOptions): string[] {
     ["config", "--config"],
     ["metricsAddr", "--metrics-addr"],
     ["drainSeconds", "--drain-seconds"],
+    ["v1Sunset", "--v1-sunset"],
   ];
   for (const [key, flag] of single) {
     const v = opts[key];
