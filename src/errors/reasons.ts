@@ -49,6 +49,8 @@ export const SPECIFIC_REASONS = [
   "PRIVILEGE_ESCALATION", // the write would grant more than the caller holds
   "OPERATOR_ONLY_FIELD", // only the server's operator may set this field
   "TOKEN_REVOCATION_DENIED",
+  // Rate limits (src/server/rate-limits.ts)
+  "RATE_LIMIT_EXCEEDED", // RESOURCE_EXHAUSTED: the caller (or its peer address) spent its quota; QuotaFailure and RetryInfo follow
   // Concurrency
   "ETAG_MISMATCH",
   // Storage: the write did not happen, try again later

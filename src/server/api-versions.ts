@@ -166,6 +166,8 @@ function renamed(err: ApiError, rename: (text: string) => string): ApiError {
     fieldViolations: err.fieldViolations,
     preconditionViolations: err.preconditionViolations,
     resourceInfo: err.resourceInfo,
+    quotaViolations: err.quotaViolations,
+    retryDelayMs: err.retryDelayMs,
     cause: err.cause,
   });
 }

@@ -25,7 +25,7 @@ import { writeRequestCheck } from "../services/nul-text.js";
 import type { StoreEngine } from "../store/engine.js";
 import { openStore } from "../store/open.js";
 import { authorityOf, isValidAuthority } from "./authority.js";
-import { type BeforeCallHook, createCallPipeline } from "./call-pipeline.js";
+import { type BeforeCallHook, createCallPipeline, type MethodHook } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
 import { connectRoutes } from "./connect-door.js";
 import { createCors } from "./cors.js";
@@ -42,7 +42,8 @@ import { strictUtf8Decoder } from "./strict-utf8.js";
 import { createRequestFailures, invalidAuthority } from "./request-errors.js";
 import { createRestDoor } from "./rest-door.js";
 import { unknownPathAnswer } from "./unknown-method.js";
-import { API_SERVICES, apiServices, V1_REPLACEMENTS } from "./routes.js";
+import { API_SERVICES, apiServices, TOKEN_EXCHANGE, V1_REPLACEMENTS } from "./routes.js";
+import { createRateLimits } from "./rate-limits.js";
 import { MIGRATION_GUIDE_PATH, v1SunsetHook } from "./v1-sunset.js";
 import { trellisVersion } from "../version.js";
 import { attachCallMeta } from "../observe/call-meta.js";
@@ -141,14 +142,22 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     // another replica applies to this call (engine.ts `catchUp`). SQLite's watchers need no hook.
     // Named: its span (with tracing on) is called after it.
     const catchUp = store.serverValues.catchUp;
-    const authHooks: readonly BeforeCallHook[] = catchUp
-      ? [
-          function catchUpSharedValues() {
-            return catchUp();
-          },
-          ...auth.hooks,
-        ]
-      : auth.hooks;
+    // The rate limits (rate-limits.ts): failed authentications counted per peer around
+    // authentication, each caller's bucket between who is calling and may they.
+    const [authenticate, authorize] = auth.hooks;
+    const limits = config.rateLimits ? createRateLimits(config.rateLimits, new Set([TOKEN_EXCHANGE])) : undefined;
+    const authHooks: readonly (BeforeCallHook | MethodHook)[] = [
+      ...(catchUp
+        ? [
+            function catchUpSharedValues() {
+              return catchUp();
+            },
+          ]
+        : []),
+      limits ? limits.guardAuthentication(authenticate) : authenticate,
+      ...(limits ? [limits.limits] : []),
+      authorize,
+    ];
     // First of all, on the v1 methods only: their deprecation headers, or their end (v1-sunset.ts).
     const sunset =
       config.v1SunsetAt === undefined

@@ -112,6 +112,9 @@ const GA_TWINS: readonly (readonly [DescService, DescService])[] = [
   [AdvisoriesServiceV2, AdvisoriesService],
 ];
 
+/** The token exchange's service: rate-limited per peer address on every version (rate-limits.ts). */
+export const TOKEN_EXCHANGE: DescService = SecurityTokenService;
+
 /** The v1 services (deprecated, v1-sunset.ts), each with the v2 service a client calls instead. */
 export const V1_REPLACEMENTS: ReadonlyMap<DescService, string> = new Map<DescService, string>([
   [GroupsV1, GroupsServiceV2.typeName],
