@@ -18,6 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServerConfig } from "../../src/server/config.js";
+import { DEFAULT_RATE_LIMITS } from "../../src/server/rate-limits.js";
 import { startTestApp, type TestApp } from "../support/app.js";
 import { PREAMBLE, parseShellBlocks, type ShellBlock, toScript } from "./shell-blocks.js";
 
@@ -26,6 +27,7 @@ const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "doc
 /** The server a document's blocks run against, where it is not the default one (as its text says). */
 const SERVER_CONFIG: Record<string, Partial<ServerConfig>> = {
   "docs/migrating.md": { v1SunsetAt: Date.UTC(2099, 11, 31) },
+  "docs/rest.md": { rateLimits: { ...DEFAULT_RATE_LIMITS, reads: { points: 2, seconds: 3600 } } },
 };
 
 /** Every JSON value printed on its own line(s): curl answers followed by `; echo`. */
@@ -124,6 +126,22 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
       "sunset: Thu, 31 Dec 2099 00:00:00 GMT",
     ]);
     expect(lines[3]).toBe("1");
+  },
+  "rest-rate-limit": ({ stdout }) => {
+    // "200, 200", then 429 with Retry-After, the RateLimit fields and RESOURCE_EXHAUSTED's
+    // body, then v2beta1's 200.
+    const lines = stdout.split("\n").filter((l) => l !== "");
+    expect(lines.slice(0, 3)).toEqual(["200", "200", "HTTP/1.1 429 Too Many Requests"]);
+    expect(lines.slice(3, 6).sort()).toEqual([
+      expect.stringMatching(/^ratelimit-policy: "reads";q=2;w=3600$/),
+      expect.stringMatching(/^ratelimit: "reads";r=0;t=\d+$/),
+      expect.stringMatching(/^retry-after: \d+$/),
+    ]);
+    expect(JSON.parse(lines[6] as string)).toMatchObject({
+      code: 8,
+      details: [{ reason: "RATE_LIMIT_EXCEEDED" }, { "@type": "type.googleapis.com/google.rpc.QuotaFailure" }, { "@type": "type.googleapis.com/google.rpc.RetryInfo" }],
+    });
+    expect(lines[7]).toBe("200");
   },
   "cli-backup": ({ stdout }) => {
     const lines = stdout.split("\n").filter((l) => l !== "");
