@@ -139,7 +139,11 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
     ]);
     expect(JSON.parse(lines[6] as string)).toMatchObject({
       code: 8,
-      details: [{ reason: "RATE_LIMIT_EXCEEDED" }, { "@type": "type.googleapis.com/google.rpc.QuotaFailure" }, { "@type": "type.googleapis.com/google.rpc.RetryInfo" }],
+      details: [
+        { reason: "RATE_LIMIT_EXCEEDED" },
+        { "@type": "type.googleapis.com/google.rpc.QuotaFailure" },
+        { "@type": "type.googleapis.com/google.rpc.RetryInfo" },
+      ],
     });
     expect(lines[7]).toBe("200");
   },
