@@ -241,6 +241,12 @@ export function rawScenarios(input: ScenarioInput): RawScenario[] {
     },
     { id: "raw-insert", title: "raw SQLite INSERT, autocommit, synchronous=FULL", task: { kind: "insert-full" } },
     { id: "raw-auth", title: "auth hooks alone, verified operator token (per call)", task: { kind: "auth-hooks" } },
+    {
+      id: "raw-auth-guarded",
+      title: "auth hooks with the failed-authentication guard, as trellis serve runs them (per call)",
+      task: { kind: "auth-hooks", guarded: true },
+    },
+    { id: "raw-limit", title: "rate-limit hook of a limited read, counted in memory (per call)", task: { kind: "limit-hook" } },
   ];
 }
 
@@ -299,5 +305,6 @@ export function rawPostgresScenarios(input: ScenarioInput): RawScenario[] {
       },
     },
     { id: "raw-pg-insert", title: "raw node-postgres INSERT, autocommit, 10 clients", task: { kind: "pg-insert", connections: 10 } },
+    { id: "raw-pg-limit", title: "a rate-limit count kept in PostgreSQL (rate-limiter-flexible's store), per call", task: { kind: "pg-limit" } },
   ];
 }

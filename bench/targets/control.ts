@@ -27,8 +27,16 @@ export type ControlRequest =
 export type RawTask =
   | { readonly kind: "query-json"; readonly sql: string; readonly params: readonly (string | number)[] }
   | { readonly kind: "insert-full" }
-  /** The two auth hooks for one GetGroup call with an already-verified operator token. */
-  | { readonly kind: "auth-hooks" }
+  /**
+   * The two auth hooks for one GetGroup call with an already-verified operator token;
+   * `guarded`: with the rate limits' failed-authentication guard around authentication, as
+   * `trellis serve` runs them (src/server/rate-limits.ts).
+   */
+  | { readonly kind: "auth-hooks"; readonly guarded?: boolean }
+  /** The rate-limit hook of a limited read (v2 GetGroup), one caller, never over its quota. */
+  | { readonly kind: "limit-hook" }
+  /** PostgreSQL: the same count kept in the database by rate-limiter-flexible's PostgreSQL store. */
+  | { readonly kind: "pg-limit" }
   /** PostgreSQL (raw-pg.ts): one prepared query through node-postgres, its rows to JSON. */
   | { readonly kind: "pg-query-json"; readonly sql: string; readonly params: readonly (string | number)[] }
   /** PostgreSQL: single-row autocommit INSERTs into a copy of the groups table, from `connections` clients at once. */

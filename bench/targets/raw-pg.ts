@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
+import { RateLimiterPostgres } from "rate-limiter-flexible";
 import type { RawResult } from "./control.js";
 
 /** Runs `op` back to back on each of `workers` loops until `seconds` have passed. */
@@ -72,5 +73,23 @@ export async function pgInsert(connections: number, seconds: number, url: string
       text: "INSERT INTO bench_raw_insert (uid, parent_uid, name, description, verified, kind, create_time, update_time) VALUES ($1, NULL, $2, '', false, 0, $3, $3)",
       values: [`${prefix}${i.toString(16).padStart(16, "0")}`, `raw-${i}`, now],
     });
+  });
+}
+
+/**
+ * One caller's count kept in PostgreSQL by rate-limiter-flexible's store (one upsert per
+ * call), from one connection, back to back: what sharing a rate limit across replicas through
+ * the database would add to every limited call (src/server/rate-limits.ts keeps it in memory).
+ */
+export async function pgLimit(seconds: number, url: string): Promise<RawResult> {
+  const client = await clientFor(url, "limit");
+  const limiter = await new Promise<RateLimiterPostgres>((resolve, reject) => {
+    const made: RateLimiterPostgres = new RateLimiterPostgres(
+      { storeClient: client, storeType: "client", tableName: "bench_rate_limits", points: 1e9, duration: 60, keyPrefix: "reads" },
+      (err?: Error) => (err ? reject(err) : resolve(made)),
+    );
+  });
+  return timedAsync(seconds, 1, async () => {
+    await limiter.consume("identity:bench");
   });
 }

@@ -19,9 +19,13 @@ import { createAuthorizationHook } from "../../src/auth/authorize.js";
 import { buildPlans } from "../../src/auth/iam-plan.js";
 import { loadSigningKeys } from "../../src/auth/signing-keys.js";
 import { createTokenIssuer } from "../../src/auth/tokens.js";
+import { GroupsService as GroupsV2 } from "../../gen/chainguard/platform/iam/v2/groups_pb.js";
+import { CALLER } from "../../src/auth/caller.js";
+import { CALL_META } from "../../src/observe/call-meta.js";
+import { createRateLimits, DEFAULT_RATE_LIMITS } from "../../src/server/rate-limits.js";
 import type { RawResult, RawTask } from "./control.js";
 import type { HostConfig } from "./host.js";
-import { pgInsert, pgQueryJson } from "./raw-pg.js";
+import { pgInsert, pgLimit, pgQueryJson } from "./raw-pg.js";
 
 export async function runRaw(task: RawTask, seconds: number, config: HostConfig): Promise<RawResult> {
   switch (task.kind) {
@@ -30,7 +34,11 @@ export async function runRaw(task: RawTask, seconds: number, config: HostConfig)
     case "insert-full":
       return insertFull(seconds, config);
     case "auth-hooks":
-      return authHooks(seconds, config);
+      return authHooks(seconds, config, task.guarded === true);
+    case "limit-hook":
+      return limitHook(seconds);
+    case "pg-limit":
+      return pgLimit(seconds, required(config.databaseUrl));
     case "pg-query-json":
       return pgQueryJson(task.sql, task.params, seconds, required(config.databaseUrl));
     case "pg-insert":
@@ -96,7 +104,7 @@ function required(v: string | undefined): string {
  * parser hands it over, so the cache lookup hashes it anew) and awaits both hooks.
  * Read-only on the server's database: the keys are loaded, nothing is written.
  */
-async function authHooks(seconds: number, config: HostConfig): Promise<RawResult> {
+async function authHooks(seconds: number, config: HostConfig, guarded: boolean): Promise<RawResult> {
   const opened = await openStore({ dataDir: required(config.dataDir), access: "read-only" });
   try {
     const keys = await loadSigningKeys(opened.serverValues);
@@ -106,7 +114,8 @@ async function authHooks(seconds: number, config: HostConfig): Promise<RawResult
     const token = await issuer.mint({ subject: "operator:bench", audience: url, ttlSeconds: 3600, operator: true });
     const headerBytes = Buffer.from(`Bearer ${token}`, "latin1");
     const plans = buildPlans([GroupsService]);
-    const authenticate = createAuthenticationHook(issuer, plans);
+    const plain = createAuthenticationHook(issuer, plans);
+    const authenticate = guarded ? createRateLimits(DEFAULT_RATE_LIMITS, new Set()).guardAuthentication(plain) : plain;
     const authorize = createAuthorizationHook({ plans, grantsOf: async () => [] });
     const method = GroupsService.method.getGroup;
     const request = { uid: "0".repeat(40) };
@@ -117,7 +126,7 @@ async function authHooks(seconds: number, config: HostConfig): Promise<RawResult
         requestHeader: { get: (name: string) => (name === "authorization" ? headerBytes.toString("latin1") : null) },
         values: createContextValues(),
       } as unknown as HandlerContext;
-      await authenticate(method, context);
+      await authenticate(method, context, request);
       await authorize(method, context, request);
     };
     await call(); // verifies and caches the token
@@ -134,4 +143,34 @@ async function authHooks(seconds: number, config: HostConfig): Promise<RawResult
   } finally {
     await opened.close();
   }
+}
+
+/**
+ * The rate-limit hook of a limited read (v2 GetGroup) for one authenticated caller, with a
+ * quota it never reaches, as the pipeline runs it: what a call on a limited version pays for
+ * its count (the library's consume and the RateLimit headers).
+ */
+async function limitHook(seconds: number): Promise<RawResult> {
+  const method = GroupsV2.method.getGroup;
+  const limits = createRateLimits({ ...DEFAULT_RATE_LIMITS, reads: { points: 1e9, seconds: 60 } }, new Set());
+  const hook = limits.limits.forMethod(method);
+  if (!hook) throw new Error("v2 GetGroup has no rate limit");
+  const caller = { subject: "operator:bench" };
+  const call = async () => {
+    const values = createContextValues().set(CALL_META, { requestId: "r", peer: "127.0.0.1", traceId: undefined });
+    values.set(CALLER, caller as never);
+    const context = { values, responseHeader: new Headers() } as unknown as HandlerContext;
+    await hook(method, context, {});
+  };
+  await call();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const until = t0 + seconds * 1000;
+  let ops = 0;
+  while (performance.now() < until) {
+    for (let i = 0; i < 20; i++) await call();
+    ops += 20;
+  }
+  const cpu = process.cpuUsage(cpu0);
+  return { ops, seconds: (performance.now() - t0) / 1000, cpuUs: cpu.user + cpu.system };
 }

@@ -78,6 +78,11 @@ export function toTrustConfig(doc: unknown, file = "config"): TrustConfig {
 
 /** Reads and validates the YAML file. @throws Error with a message for the operator. */
 export function loadTrustConfig(file: string): TrustConfig {
+  return toTrustConfig(readConfigFile(file), file);
+}
+
+/** The config file's YAML document, parsed. @throws Error with a message for the operator. */
+export function readConfigFile(file: string): unknown {
   let text: string;
   try {
     text = fs.readFileSync(file, "utf8");
@@ -90,5 +95,5 @@ export function loadTrustConfig(file: string): TrustConfig {
   } catch (err) {
     throw new Error(`${file} is not valid YAML: ${(err as Error).message}`);
   }
-  return toTrustConfig(doc, file);
+  return doc;
 }

@@ -37,6 +37,12 @@ export interface ResourceInfo {
   readonly description?: string;
 }
 
+/** One google.rpc.QuotaFailure.Violation: whose quota ran out, and which. */
+export interface QuotaViolation {
+  readonly subject: string;
+  readonly description: string;
+}
+
 export interface ApiErrorInit {
   /** ErrorInfo.reason (one of the closed set in reasons.ts); defaults to the code's canonical name. */
   readonly reason?: Reason;
@@ -45,6 +51,9 @@ export interface ApiErrorInit {
   readonly fieldViolations?: readonly FieldViolation[];
   readonly preconditionViolations?: readonly PreconditionViolation[];
   readonly resourceInfo?: ResourceInfo;
+  readonly quotaViolations?: readonly QuotaViolation[];
+  /** google.rpc.RetryInfo: how long to wait before trying again (ms). */
+  readonly retryDelayMs?: number;
   /** The original exception, logged by the boundary, never sent to the client. */
   readonly cause?: unknown;
 }
@@ -58,6 +67,8 @@ export class ApiError extends Error {
   readonly fieldViolations: readonly FieldViolation[];
   readonly preconditionViolations: readonly PreconditionViolation[];
   readonly resourceInfo: ResourceInfo | undefined;
+  readonly quotaViolations: readonly QuotaViolation[];
+  readonly retryDelayMs: number | undefined;
 
   constructor(code: GrpcCode, message: string, init: ApiErrorInit = {}) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -67,6 +78,8 @@ export class ApiError extends Error {
     this.fieldViolations = init.fieldViolations ?? [];
     this.preconditionViolations = init.preconditionViolations ?? [];
     this.resourceInfo = init.resourceInfo;
+    this.quotaViolations = init.quotaViolations ?? [];
+    this.retryDelayMs = init.retryDelayMs;
   }
 }
 
@@ -139,6 +152,19 @@ export function unimplemented(method: string, needs?: string): ApiError {
   }
   return new ApiError(GrpcCode.Unimplemented, `Unimplemented: ${method} needs ${needs}, which this server does not hold`, {
     metadata: { method, needs },
+  });
+}
+
+/**
+ * RESOURCE_EXHAUSTED for a caller over a rate limit: reason RATE_LIMIT_EXCEEDED, then a
+ * QuotaFailure naming whose quota (`subject`) and which, then RetryInfo with when to try again.
+ */
+export function rateLimited(violation: QuotaViolation, retryDelayMs: number, metadata: Readonly<Record<string, string>>): ApiError {
+  return new ApiError(GrpcCode.ResourceExhausted, `Resource exhausted: ${violation.description}; retry in ${Math.ceil(retryDelayMs / 1000)} s`, {
+    reason: "RATE_LIMIT_EXCEEDED",
+    metadata,
+    quotaViolations: [violation],
+    retryDelayMs,
   });
 }
 

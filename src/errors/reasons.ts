@@ -15,6 +15,7 @@ export const SPECIFIC_REASONS = [
   "UNKNOWN_SERVICE", // no such service on this server
   "UNKNOWN_METHOD", // the service is known, the method is not
   "METHOD_NOT_ALLOWED", // REST: the path exists, the HTTP method does not
+  "API_VERSION_GONE", // the method's API version (v1) is past its sunset (--v1-sunset)
   // Credentials
   "TOKEN_MISSING",
   "TOKEN_IN_URL", // a token in the query string is refused, never used
@@ -29,6 +30,8 @@ export const SPECIFIC_REASONS = [
   "PRIVILEGE_ESCALATION", // the write would grant more than the caller holds
   "OPERATOR_ONLY_FIELD", // only the server's operator may set this field
   "TOKEN_REVOCATION_DENIED",
+  // Rate limits (src/server/rate-limits.ts)
+  "RATE_LIMIT_EXCEEDED", // RESOURCE_EXHAUSTED: the caller (or its peer address) spent its quota; QuotaFailure and RetryInfo follow
   // Concurrency
   "ETAG_MISMATCH",
   // Storage: the write did not happen, try again later

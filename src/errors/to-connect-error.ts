@@ -2,14 +2,23 @@
  * The boundary where every failure becomes a ConnectError with AIP-193 details.
  *
  * Order of details (docs/published-api.md "Errors"): `google.rpc.ErrorInfo` first (reason + domain + metadata),
- * then `BadRequest`, `PreconditionFailure` or `ResourceInfo` as the error carries them.
+ * then `BadRequest`, `PreconditionFailure`, `QuotaFailure` and `RetryInfo`, or `ResourceInfo` as
+ * the error carries them.
  * Errors that connect-node or a library raised as ConnectError keep their code and message
  * and gain an ErrorInfo when they lack one. Storage failures (busy, disk full, I/O) are
  * UNAVAILABLE. Anything else is INTERNAL with a generic message; the caller logs the cause.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { DurationSchema } from "@bufbuild/protobuf/wkt";
+import {
+  BadRequestSchema,
+  ErrorInfoSchema,
+  PreconditionFailureSchema,
+  QuotaFailureSchema,
+  ResourceInfoSchema,
+  RetryInfoSchema,
+} from "../../gen/google/rpc/error_details_pb.js";
 import { storageFailureOf } from "./storage-error.js";
 import { ApiError, aborted, GrpcCode, internal, unavailable } from "./api-error.js";
 import { CODE_NAMES } from "./codes.js";
@@ -100,6 +109,14 @@ function apiErrorToConnect(err: ApiError, domain: string): ConnectError {
         })),
       }),
     });
+  }
+  if (err.quotaViolations.length > 0) {
+    details.push({ desc: QuotaFailureSchema, value: create(QuotaFailureSchema, { violations: err.quotaViolations.map((v) => ({ ...v })) }) });
+  }
+  if (err.retryDelayMs !== undefined) {
+    const ms = Math.max(0, Math.ceil(err.retryDelayMs));
+    const retryDelay = create(DurationSchema, { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 });
+    details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay }) });
   }
   if (err.resourceInfo) {
     details.push({

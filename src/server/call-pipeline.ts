@@ -38,6 +38,15 @@ import type { Logger } from "../observe/logger.js";
  */
 export type BeforeCallHook = (method: DescMethod, context: HandlerContext, request: unknown) => void | Promise<void>;
 
+/**
+ * A before-call hook only some methods have (the v1 sunset, the rate limits), chosen once per
+ * method at start-up, in its place among the others: a method it returns nothing for pays
+ * nothing per call.
+ */
+export interface MethodHook {
+  readonly forMethod: (method: DescMethod) => BeforeCallHook | undefined;
+}
+
 export interface CallPipeline {
   /**
    * Wraps every unary method of `service`. Missing methods answer UNIMPLEMENTED.
@@ -49,7 +58,7 @@ export interface CallPipeline {
 export interface CallPipelineOptions {
   readonly log: Logger;
   readonly errorDomain: string;
-  readonly beforeCall?: readonly BeforeCallHook[];
+  readonly beforeCall?: readonly (BeforeCallHook | MethodHook)[];
   /** Where calls are counted and timed; none in unit tests of the pipeline alone. */
   readonly metrics?: Metrics;
   /**
@@ -69,10 +78,16 @@ type AnyUnary = (request: unknown, context: HandlerContext) => unknown;
 
 export function createCallPipeline(options: CallPipelineOptions): CallPipeline {
   const { log, errorDomain, metrics, tracing } = options;
-  const hooks = tracing ? (options.beforeCall ?? []).map((hook) => tracing.traceHook(hook)) : (options.beforeCall ?? []);
+  const hooksOf = (method: DescMethod): BeforeCallHook[] =>
+    (options.beforeCall ?? []).flatMap((h) => {
+      const hook = typeof h === "function" ? h : h.forMethod(method);
+      if (!hook) return [];
+      return [tracing ? tracing.traceHook(hook) : hook];
+    });
 
   function wrapUnary(method: DescMethod, impl: AnyUnary | undefined): AnyUnary {
     const name = `${method.parent.typeName}/${method.name}`;
+    const hooks = hooksOf(method);
     const recorder = metrics?.forMethod(method);
     const checkRequest = options.requestCheck?.(method);
     // The end of every call, whatever its outcome: one log line, its metrics. Plain reads of

@@ -13,12 +13,20 @@
  *   --config FILE      TRELLIS_CONFIG        trust configuration (src/auth/trust-config.ts)
  *   --metrics-addr HOST:PORT  TRELLIS_METRICS_ADDR  serve /metrics on its own listener instead of the API port
  *   --drain-seconds N  TRELLIS_DRAIN_SECONDS default 0: on SIGTERM, /readyz fails this long before the listener stops
+ *   --v1-sunset DATE   TRELLIS_V1_SUNSET     config `v1_sunset`: v1's deprecation headers, and its end (v1-sunset.ts)
+ *   --rate-limit NAME=VALUE (repeatable)  TRELLIS_RATE_LIMITS (space-separated NAME=VALUE)
+ *                      config `rate_limits:` (NAME: VALUE): the rate limits (rate-limits.ts)
+ *
+ * The config file (--config) holds the trust settings (src/auth/trust-config.ts) and the
+ * server's own: `v1_sunset`, `rate_limits`. A variable wins over the file, a flag over both.
  */
 import { parseArgs } from "node:util";
 import { normalizeIssuerUrl } from "../auth/issuer-settings.js";
-import { loadTrustConfig, type TrustConfig } from "../auth/trust-config.js";
+import { readConfigFile, toTrustConfig, type TrustConfig } from "../auth/trust-config.js";
 import { storeTargetFrom } from "../store/open.js";
 import { LOG_LEVELS } from "./log-levels.js";
+import { DEFAULT_RATE_LIMITS, type RateLimitSettings, withRateLimitSetting } from "./rate-limits.js";
+import { parseSunset } from "./v1-sunset.js";
 
 export interface ServerConfig {
   readonly host: string;
@@ -44,6 +52,13 @@ export interface ServerConfig {
    * answers everything, so a load balancer stops sending before the listener closes.
    */
   readonly drainMs?: number;
+  /** v1's sunset (ms since the epoch): v1 answers carry deprecation headers, and fail from then on. */
+  readonly v1SunsetAt?: number;
+  /**
+   * The rate limits. `trellis serve` always has them (the defaults unless configured);
+   * without them (tests of other features) nothing is limited.
+   */
+  readonly rateLimits?: RateLimitSettings;
 }
 
 export const DEFAULT_ERROR_DOMAIN = "iam.chainguard.dev";
@@ -114,6 +129,8 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       config: { type: "string" },
       "metrics-addr": { type: "string" },
       "drain-seconds": { type: "string" },
+      "v1-sunset": { type: "string" },
+      "rate-limit": { type: "string", multiple: true },
     },
     strict: true,
     allowPositionals: false,
@@ -127,6 +144,22 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     throw new Error("--tls-cert and --tls-key must be given together");
   }
   const store = storeTargetFrom({ data: values.data, database: values.database, poolSize: values["db-pool-size"] }, env);
+  const file = configFile ? readServerConfigFile(configFile) : undefined;
+  const sunset = values["v1-sunset"] ?? env.TRELLIS_V1_SUNSET ?? file?.v1Sunset;
+  let rateLimits = DEFAULT_RATE_LIMITS;
+  for (const [name, value] of Object.entries(file?.rateLimits ?? {})) rateLimits = withRateLimitSetting(rateLimits, name, value, `${configFile}: rate_limits`);
+  const given = [
+    ...(env.TRELLIS_RATE_LIMITS ?? "")
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((item) => ["TRELLIS_RATE_LIMITS", item]),
+    ...(values["rate-limit"] ?? []).map((item) => ["--rate-limit", item]),
+  ];
+  for (const [where, item] of given as [string, string][]) {
+    const eq = item.indexOf("=");
+    if (eq < 0) throw new Error(`${where} takes NAME=VALUE (e.g. reads=600/60), got ${JSON.stringify(item)}`);
+    rateLimits = withRateLimitSetting(rateLimits, item.slice(0, eq), item.slice(eq + 1), where);
+  }
   return {
     host,
     port,
@@ -139,9 +172,34 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
       .map((o) => o.trim())
       .filter(Boolean),
     issuerUrl: optionalIssuerUrl(values["issuer-url"] ?? env.TRELLIS_ISSUER_URL),
-    trust: configFile ? loadTrustConfig(configFile) : undefined,
+    trust: file?.trust,
     metricsAddr: optionalMetricsAddr(values["metrics-addr"] ?? env.TRELLIS_METRICS_ADDR),
     drainMs: drainSeconds(values["drain-seconds"] ?? env.TRELLIS_DRAIN_SECONDS) * 1000,
+    ...(sunset !== undefined && sunset !== "" && { v1SunsetAt: parseSunset(sunset) }),
+    rateLimits,
+  };
+}
+
+/** The server's own keys of the config file; the rest is the trust configuration. */
+const SERVER_KEYS = ["v1_sunset", "rate_limits"] as const;
+
+function readServerConfigFile(file: string): { trust: TrustConfig; v1Sunset?: string; rateLimits?: Record<string, unknown> } {
+  const doc = readConfigFile(file);
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) return { trust: toTrustConfig(doc, file) };
+  const rest: Record<string, unknown> = { ...doc };
+  for (const key of SERVER_KEYS) delete rest[key];
+  const v1Sunset = (doc as Record<string, unknown>).v1_sunset;
+  // YAML reads an unquoted 2027-06-30 as a string here (the yaml package's core schema has no
+  // timestamps); anything else is an error, as for every other key.
+  if (v1Sunset !== undefined && typeof v1Sunset !== "string") throw new Error(`${file}: v1_sunset must be a date (2027-06-30) or an RFC 3339 time`);
+  const rateLimits = (doc as Record<string, unknown>).rate_limits;
+  if (rateLimits !== undefined && (rateLimits === null || typeof rateLimits !== "object" || Array.isArray(rateLimits))) {
+    throw new Error(`${file}: rate_limits must be a mapping (reads: 1200/60, versions: [v2], ...)`);
+  }
+  return {
+    trust: toTrustConfig(rest, file),
+    ...(v1Sunset !== undefined && { v1Sunset }),
+    ...(rateLimits !== undefined && { rateLimits: rateLimits as Record<string, unknown> }),
   };
 }
 

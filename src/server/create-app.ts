@@ -11,6 +11,7 @@ import path from "node:path";
 import type { DescMethod } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
+import { MIGRATION_GUIDE } from "../../gen/migration_guide.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { foldRepeatedAuthorization } from "../auth/authenticate.js";
 import { callerOf } from "../auth/caller.js";
@@ -25,7 +26,7 @@ import { writeRequestCheck } from "../services/nul-text.js";
 import type { StoreEngine } from "../store/engine.js";
 import { openStore } from "../store/open.js";
 import { authorityOf, isValidAuthority } from "./authority.js";
-import { type BeforeCallHook, createCallPipeline } from "./call-pipeline.js";
+import { type BeforeCallHook, createCallPipeline, type MethodHook } from "./call-pipeline.js";
 import { LIMITS, type Limits, type ServerConfig } from "./config.js";
 import { connectRoutes } from "./connect-door.js";
 import { createCors } from "./cors.js";
@@ -42,7 +43,9 @@ import { strictUtf8Decoder } from "./strict-utf8.js";
 import { createRequestFailures, invalidAuthority } from "./request-errors.js";
 import { createRestDoor } from "./rest-door.js";
 import { unknownPathAnswer } from "./unknown-method.js";
-import { API_SERVICES, apiServices } from "./routes.js";
+import { API_SERVICES, apiServices, TOKEN_EXCHANGE, V1_REPLACEMENTS } from "./routes.js";
+import { createRateLimits } from "./rate-limits.js";
+import { MIGRATION_GUIDE_PATH, v1SunsetHook } from "./v1-sunset.js";
 import { trellisVersion } from "../version.js";
 import { attachCallMeta } from "../observe/call-meta.js";
 import { createMetrics } from "../observe/metrics.js";
@@ -124,14 +127,28 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
     // another replica applies to this call (engine.ts `catchUp`). SQLite's watchers need no hook.
     // Named: its span (with tracing on) is called after it.
     const catchUp = store.serverValues.catchUp;
-    const beforeCall: readonly BeforeCallHook[] = catchUp
-      ? [
-          function catchUpSharedValues() {
-            return catchUp();
-          },
-          ...auth.hooks,
-        ]
-      : auth.hooks;
+    // The rate limits (rate-limits.ts): failed authentications counted per peer around
+    // authentication, each caller's bucket between who is calling and may they.
+    const [authenticate, authorize] = auth.hooks;
+    const limits = config.rateLimits ? createRateLimits(config.rateLimits, new Set([TOKEN_EXCHANGE])) : undefined;
+    const authHooks: readonly (BeforeCallHook | MethodHook)[] = [
+      ...(catchUp
+        ? [
+            function catchUpSharedValues() {
+              return catchUp();
+            },
+          ]
+        : []),
+      limits ? limits.guardAuthentication(authenticate) : authenticate,
+      ...(limits ? [limits.limits] : []),
+      authorize,
+    ];
+    // First of all, on the v1 methods only: their deprecation headers, or their end (v1-sunset.ts).
+    const sunset =
+      config.v1SunsetAt === undefined
+        ? []
+        : [v1SunsetHook({ sunsetAt: config.v1SunsetAt, services: V1_REPLACEMENTS, serverUrl: () => auth.issuer().issuer, now })];
+    const beforeCall = [...sunset, ...authHooks];
     const metrics = createMetrics(store.health);
     // Writes refuse a NUL in any string of their request, the same on every engine (nul-text.ts).
     const pipeline = createCallPipeline({ log, errorDomain: config.errorDomain, beforeCall, metrics, tracing, requestCheck: writeRequestCheck });
@@ -258,10 +275,12 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
         // A browser's preflight (and CORS headers on every answer to an allowed origin).
         ...(corsDoor ? [corsDoor] : []),
         // Public GETs before any API door, without a token: the issuer's JWKS and discovery
-        // documents, probes and metrics (a kubelet or a scraper holds no token), the version.
+        // documents, probes and metrics (a kubelet or a scraper holds no token), the version,
+        // the migration guide.
         auth.wellKnown,
         createOpsEndpoints({ readiness, metrics: config.metricsAddr ? undefined : metrics, onMetricsError }),
         versionDoor,
+        guideDoor,
         // gRPC never reaches REST: over h2 the fast door may take a plain unary call (and
         // hands anything else to connect-node), otherwise connect-node takes it.
         grpcDoor,
@@ -373,6 +392,18 @@ export async function startApp(config: ServerConfig, overrides: AppOverrides = {
 const jsonOptions = { ignoreUnknownFields: false, alwaysEmitImplicit: true, textDecoder: strictUtf8Decoder };
 
 const versionBody = Buffer.from(JSON.stringify({ name: "trellis", version: trellisVersion() }));
+const guideBody = Buffer.from(MIGRATION_GUIDE);
+
+/**
+ * `GET /docs/migrating.md`, public: the migration guide (docs/migrating.md), which v1's
+ * deprecation headers link to (v1-sunset.ts).
+ */
+const guideDoor: Door = (req, res) => {
+  if (req.method !== "GET" || req.url !== MIGRATION_GUIDE_PATH) return false;
+  res.writeHead(200, { "content-type": "text/markdown; charset=utf-8", "content-length": String(guideBody.length), "cache-control": "public, max-age=3600" });
+  res.end(guideBody);
+  return true;
+};
 
 /**
  * `GET /version`, for `trellis version` and operators: public, like the discovery documents

@@ -59,6 +59,9 @@ export function createRestDoor(options: RestDoorOptions): Door {
         const out = await fn(request, context);
         return (isMessage(out) ? out : create(method.output, out as never)) as Message;
       } finally {
+        // Headers the pipeline set for the answer (v1's deprecation, a rate limit's), either way.
+        const headers = context.touchedResponseHeader();
+        if (headers) call.setResponseHeaders(headers);
         context.release();
       }
     },

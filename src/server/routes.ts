@@ -8,6 +8,13 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Groups as GroupsV1 } from "../../gen/chainguard/platform/iam/groups_v1_pb.js";
+import { AccountAssociationsService as AccountAssociationsServiceV2 } from "../../gen/chainguard/platform/iam/v2/account_associations_pb.js";
+import { GroupInvitesService as GroupInvitesServiceV2 } from "../../gen/chainguard/platform/iam/v2/group_invites_pb.js";
+import { GroupsService as GroupsServiceV2 } from "../../gen/chainguard/platform/iam/v2/groups_pb.js";
+import { IdentitiesService as IdentitiesServiceV2 } from "../../gen/chainguard/platform/iam/v2/identities_pb.js";
+import { IdentityProvidersService as IdentityProvidersServiceV2 } from "../../gen/chainguard/platform/iam/v2/identity_providers_pb.js";
+import { RoleBindingsService as RoleBindingsServiceV2 } from "../../gen/chainguard/platform/iam/v2/role_bindings_pb.js";
+import { RolesService as RolesServiceV2 } from "../../gen/chainguard/platform/iam/v2/roles_pb.js";
 import { AccountAssociationsService } from "../../gen/chainguard/platform/iam/v2beta1/account_associations_pb.js";
 import { GroupInvitesService } from "../../gen/chainguard/platform/iam/v2beta1/group_invites_pb.js";
 import { GroupsService } from "../../gen/chainguard/platform/iam/v2beta1/groups_pb.js";
@@ -17,8 +24,11 @@ import { RoleBindingsService } from "../../gen/chainguard/platform/iam/v2beta1/r
 import { RolesService } from "../../gen/chainguard/platform/iam/v2beta1/roles_pb.js";
 import { SecurityTokenService } from "../../gen/chainguard/platform/oidc/oidc_pb.js";
 import { Registry as RegistryV1 } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
+import { ReposService as ReposServiceV2 } from "../../gen/chainguard/platform/registry/v2/repos_pb.js";
+import { TagsService as TagsServiceV2 } from "../../gen/chainguard/platform/registry/v2/tags_pb.js";
 import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { TagsService } from "../../gen/chainguard/platform/registry/v2beta1/tags_pb.js";
+import { AdvisoriesService as AdvisoriesServiceV2 } from "../../gen/chainguard/platform/vulnerabilities/v2/advisories_pb.js";
 import { AdvisoriesService } from "../../gen/chainguard/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { InvitesService } from "../../gen/trellis/iam/v1/invites_pb.js";
 import { TokensService } from "../../gen/trellis/iam/v1/tokens_pb.js";
@@ -37,6 +47,7 @@ import { createRolesService } from "../services/iam/roles.js";
 import { createReposService } from "../services/registry/repos.js";
 import { createTagsService } from "../services/registry/tags.js";
 import { createAdvisoriesService } from "../services/vulnerabilities/advisories.js";
+import { gaTwin } from "./api-versions.js";
 
 /** A service descriptor with its (possibly partial) implementation. */
 export interface ServiceEntry {
@@ -59,7 +70,7 @@ function row<S extends DescService>(service: S, build: Build<S>): Row {
   return { service, build: build as unknown as Build<DescService> };
 }
 
-/** All API services, in the order they appear in reflection, each with how it is built. */
+/** The API services built from an implementation of their own, each with how it is built. */
 const ROWS: readonly Row[] = [
   // IAM v2beta1
   row(GroupsService, createGroupsService),
@@ -85,12 +96,45 @@ const ROWS: readonly Row[] = [
 ];
 
 /**
- * The descriptors alone: authorization plans its checks from them before any implementation
- * exists (the token exchange's needs the issuer, which authentication makes).
+ * The generally available (v2) services, each served by its v2beta1 twin's implementation
+ * through the edge adapter (api-versions.ts): [v2 service, its v2beta1 twin].
  */
-export const API_SERVICES: readonly DescService[] = ROWS.map((r) => r.service);
+const GA_TWINS: readonly (readonly [DescService, DescService])[] = [
+  [GroupsServiceV2, GroupsService],
+  [IdentitiesServiceV2, IdentitiesService],
+  [RolesServiceV2, RolesService],
+  [RoleBindingsServiceV2, RoleBindingsService],
+  [IdentityProvidersServiceV2, IdentityProvidersService],
+  [AccountAssociationsServiceV2, AccountAssociationsService],
+  [GroupInvitesServiceV2, GroupInvitesService],
+  [ReposServiceV2, ReposService],
+  [TagsServiceV2, TagsService],
+  [AdvisoriesServiceV2, AdvisoriesService],
+];
 
-/** All API services with their implementations, in the order of API_SERVICES. */
+/** The token exchange's service: rate-limited per peer address on every version (rate-limits.ts). */
+export const TOKEN_EXCHANGE: DescService = SecurityTokenService;
+
+/** The v1 services (deprecated, v1-sunset.ts), each with the v2 service a client calls instead. */
+export const V1_REPLACEMENTS: ReadonlyMap<DescService, string> = new Map<DescService, string>([
+  [GroupsV1, GroupsServiceV2.typeName],
+  [RegistryV1, ReposServiceV2.typeName],
+]);
+
+/**
+ * The descriptors alone, in the order they appear in reflection and in /openapi.json (the GA
+ * services after the others, so the operationIds the v2beta1 methods had stay theirs):
+ * authorization plans its checks from them before any implementation exists (the token
+ * exchange's needs the issuer, which authentication makes).
+ */
+export const API_SERVICES: readonly DescService[] = [...ROWS.map((r) => r.service), ...GA_TWINS.map(([ga]) => ga)];
+
+/**
+ * All API services with their implementations, in the order of API_SERVICES. Each
+ * implementation is built once; a GA service and its v2beta1 twin share it.
+ */
 export function apiServices(ctx: ServiceContext, overrides: ServiceOverrides = {}): ServiceEntry[] {
-  return ROWS.map(({ service, build }) => ({ service, impl: build(ctx, overrides) as Partial<ServiceImpl<DescService>> }));
+  const built = ROWS.map(({ service, build }) => ({ service, impl: build(ctx, overrides) as Partial<ServiceImpl<DescService>> }));
+  const implOf = (service: DescService) => built.find((b) => b.service === service)?.impl ?? {};
+  return [...built, ...GA_TWINS.map(([ga, twin]) => ({ service: ga, impl: gaTwin(ga, twin, implOf(twin)) }))];
 }

@@ -67,6 +67,11 @@ export class RestHandlerContext implements HandlerContext {
     return this.#responseTrailer;
   }
 
+  /** The response headers, if the call ever touched them (none is the common case). */
+  touchedResponseHeader(): Headers | undefined {
+    return this.#responseHeader;
+  }
+
   /** Ends the call: unhooks from the linked signals and aborts `signal` if it was ever read. */
   release(): void {
     const controller = this.#controller;

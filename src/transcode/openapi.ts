@@ -11,7 +11,7 @@
  * google.rpc.Status body. Summaries and descriptions are the protos' own comments
  * (gen/proto_comments.ts, written by `npm run generate`).
  */
-import { type DescEnum, type DescField, type DescMessage, getOption, hasOption, ScalarType } from "@bufbuild/protobuf";
+import { type DescEnum, type DescField, type DescMessage, type DescMethod, getOption, hasOption, ScalarType } from "@bufbuild/protobuf";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
 import { protoComments } from "../../gen/proto_comments.js";
 import type { Route, RouteTable } from "./route-table.js";
@@ -117,15 +117,13 @@ export function buildOpenApi(table: RouteTable, info: { title: string; version: 
   const chosenNames = new Map([...namesByShape].map(([shape, names]) => [shape, chooseParameterNames(names)]));
 
   const paths: Record<string, Record<string, Schema>> = {};
-  const operationIds = new Set<string>();
+  const operationIds = new Map<string, DescMethod>();
   const usedTags = new Set<string>();
   for (const { route, shape, pathVars } of variants) {
     const names = chosenNames.get(shape) as string[];
     let n = 0;
     const path = shape.replace(/\{\}/g, () => `{${names[n++]}}`);
-    let id = `${route.method.parent.name}_${route.method.name}`;
-    for (let k = 2; operationIds.has(id); k++) id = `${route.method.parent.name}_${route.method.name}_${k}`;
-    operationIds.add(id);
+    const id = operationId(route.method, operationIds);
     const parameters: Schema[] = pathVars.map(({ name, multi }, i) => ({
       name: names[i],
       in: "path",
@@ -301,4 +299,20 @@ function scalarSchema(t: ScalarType): Schema {
     default:
       return { type: "string", format: t === ScalarType.UINT64 || t === ScalarType.FIXED64 ? "uint64" : "int64" };
   }
+}
+
+/**
+ * `<Service>_<Method>`, unique in the document. A method of another package with the same
+ * service name (the GA `chainguard.platform.iam.v2.GroupsService` beside the v2beta1 one, which
+ * is listed first) adds its package's version (`GroupsService_GetGroup_v2`), so the earlier
+ * ids stay as they were; a second path of the same method (the zero-segment create) adds `_2`.
+ */
+function operationId(method: DescMethod, taken: Map<string, DescMethod>): string {
+  const base = `${method.parent.name}_${method.name}`;
+  const owner = taken.get(base);
+  const first = owner !== undefined && owner.parent !== method.parent ? `${base}_${method.parent.typeName.split(".").at(-2)}` : base;
+  let id = first;
+  for (let k = 2; taken.has(id); k++) id = `${first}_${k}`;
+  taken.set(id, method);
+  return id;
 }

@@ -23,6 +23,9 @@
  *   upgrade, te, host, content-length) and without HTTP/2 pseudo-headers. Nothing here logs
  *   or echoes a header; error messages name the method and path, never header values.
  * - Success is 200 `application/json` (an Empty response is `{}`).
+ * - Response headers the call set (`RestCall.setResponseHeaders`: the pipeline's, e.g. v1's
+ *   Deprecation and Sunset, a rate limit's Retry-After) go on the answer, success or error;
+ *   the door's own (content type and length) win.
  */
 import type http from "node:http";
 import http2 from "node:http2";
@@ -52,6 +55,8 @@ export interface RestCall {
   readonly signal: AbortSignal;
   /** The Node request itself, for what the server attached to it before any door (call-meta). */
   readonly nodeRequest: Req;
+  /** Headers the call wants on its answer, whether it succeeds or fails. */
+  setResponseHeaders(headers: Headers): void;
 }
 
 /** Options of createRestHandler; only `services`, `invokeUnary` and `errorDomain` are required. */
@@ -103,7 +108,7 @@ const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_OPENAPI = {
   path: "/openapi.json",
   title: "Trellis: Identity, Registry and Vulnerability Management API",
-  version: "v2beta1",
+  version: "v2",
 } as const;
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "host", "content-length"]);
 
@@ -138,7 +143,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const openApiBody = (): string =>
     (openApiText ??= JSON.stringify({ ...openApiDoc, servers: [{ url: options.serverUrl?.() ?? "/", description: "this server" }] }));
 
-  function sendError(res: Res, err: unknown): void {
+  function sendError(res: Res, err: unknown, callHeaders?: Headers): void {
     const { error, unexpected } = toConnectError(err, options.errorDomain);
     if (unexpected !== undefined) options.onUnexpectedError?.(unexpected);
     if (res.headersSent) {
@@ -146,7 +151,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       return;
     }
     const status = httpStatusOf(error.code, err instanceof ApiError ? err.reason : undefined);
-    const headers: Record<string, string> = { "content-type": "application/json" };
+    const headers: Record<string, string> = { ...headersOf(callHeaders), "content-type": "application/json" };
     if (err instanceof WithHeadersError) Object.assign(headers, err.headers);
     if (error.code === GrpcCode.Unauthenticated) headers["www-authenticate"] = "Bearer";
     const text = JSON.stringify(toStatusJson(error));
@@ -177,6 +182,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
     }
     if (!table.handles(rawPath)) return false;
 
+    let callHeaders: Headers | undefined;
     try {
       const m = table.match(httpMethod, rawPath);
       if (m.kind === "notFound") {
@@ -217,6 +223,9 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         url,
         headers: forwardHeaders(req),
         nodeRequest: req,
+        setResponseHeaders(headers) {
+          callHeaders = headers;
+        },
         get signal() {
           if (abort === undefined) {
             abort = new AbortController();
@@ -227,15 +236,24 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       });
       const response = isMessage(out, output) ? out : create(output as DescMessage, out as never);
       const text = renderResponse(m.route, response as Message);
-      (res as http.ServerResponse).writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) });
+      (res as http.ServerResponse).writeHead(200, {
+        ...headersOf(callHeaders),
+        "content-type": "application/json",
+        "content-length": String(Buffer.byteLength(text)),
+      });
       res.end(text);
     } catch (err) {
-      sendError(res, err);
+      sendError(res, err, callHeaders);
     }
     return true;
   }
 
   return { handle, takes };
+}
+
+/** A call's response headers as a Node header record ({} for none). */
+function headersOf(headers: Headers | undefined): Record<string, string> {
+  return headers ? Object.fromEntries(headers) : {};
 }
 
 function header(req: Req, name: string): string | undefined {

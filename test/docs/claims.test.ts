@@ -47,7 +47,7 @@ it("docs/operate.md's flags are trellis serve's options, each with its environme
   // A row may hold two flags and their two variables: `--tls-cert FILE --tls-key FILE`.
   const documented = tableRows("docs/operate.md", "## Flags").flatMap(([flags = "", env = ""]) => {
     const envs = env.match(/TRELLIS_\w+/g) ?? [];
-    return [...flags.matchAll(/--[a-z-]+/g)].map((m, i) => ({ flag: m[0], env: envs[i] }));
+    return [...flags.matchAll(/--[a-z0-9-]+/g)].map((m, i) => ({ flag: m[0], env: envs[i] }));
   });
   expect(documented.sort((a, b) => a.flag.localeCompare(b.flag))).toEqual(options.sort((a, b) => a.flag.localeCompare(b.flag)));
 });

@@ -24,7 +24,7 @@ import { leftInGroup, makeReaderCheckout, ROOT, runInGroup, sessionScript, signa
 import { parseShellBlocks, toScript } from "./shell-blocks.js";
 
 /** The documents whose blocks run here, in reading order (README.md's "Read on" leads there). */
-const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md", "docs/deploy.md"];
+const DOCS = ["README.md", "docs/cli.md", "docs/auth.md", "docs/import.md", "docs/rest.md", "docs/migrating.md", "docs/deploy.md"];
 /** Documents whose blocks another runner executes. */
 const RUN_ELSEWHERE: Record<string, string> = { "docs/scale-out.md": "test/postgres/scale-out-docs.test.ts" };
 /** The address the docs are written for; the README sets it once. */
@@ -139,6 +139,45 @@ const EXPECTATIONS: Record<string, (out: Output) => void> = {
     expect(v1.items[0]).toMatchObject({ name: "rest walk", description: "renamed" });
     expect(notEmpty).toMatchObject({ code: 9, message: "Precondition failed: cannot delete group with child groups" });
     expect(JSON.stringify(notEmpty.details)).toContain("RESOURCE_NOT_EMPTY");
+  },
+  "migrating-setup": ({ stdout }) => {
+    const [group, list] = jsonLines(stdout) as Json[];
+    expect(group).toMatchObject({ name: "migrating demo" });
+    expect(list.groups).toEqual([group]);
+  },
+  "migrating-v1": ({ stdout }) => {
+    // "every v1 answer carries Deprecation, Sunset and a Link to this section", then the guide
+    // served at that path has the section.
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((l) => l.trim());
+    expect([...lines.slice(0, 3)].sort()).toEqual([
+      "deprecation: @1795824000",
+      expect.stringMatching(/^link: <http:\/\/127\.0\.0\.1:\d+\/docs\/migrating\.md#v1--v2>; rel="deprecation sunset"; type="text\/markdown"$/),
+      "sunset: Thu, 31 Dec 2099 00:00:00 GMT",
+    ]);
+    expect(lines[3]).toBe("1");
+  },
+  "rest-rate-limit": ({ stdout }) => {
+    // "200, 200", then 429 with Retry-After, the RateLimit fields and RESOURCE_EXHAUSTED's
+    // body, then v2beta1's 200.
+    const lines = stdout.split("\n").filter((l) => l !== "");
+    expect(lines.slice(0, 3)).toEqual(["200", "200", "HTTP/1.1 429 Too Many Requests"]);
+    expect(lines.slice(3, 6).sort()).toEqual([
+      expect.stringMatching(/^ratelimit-policy: "reads";q=2;w=3600$/),
+      expect.stringMatching(/^ratelimit: "reads";r=0;t=\d+$/),
+      expect.stringMatching(/^retry-after: \d+$/),
+    ]);
+    expect(JSON.parse(lines[6] as string)).toMatchObject({
+      code: 8,
+      details: [
+        { reason: "RATE_LIMIT_EXCEEDED" },
+        { "@type": "type.googleapis.com/google.rpc.QuotaFailure" },
+        { "@type": "type.googleapis.com/google.rpc.RetryInfo" },
+      ],
+    });
+    expect(lines[7]).toBe("200");
   },
 };
 

@@ -96,6 +96,14 @@ describe("/openapi.json", () => {
     expect(doc.paths["/iam/v2beta1/groups"].get.operationId).toBe("GroupsService_ListGroups");
     expect(doc.paths["/iam/v2beta1/groups/{uid}"].patch.requestBody).toBeDefined();
     expect(doc.paths["/iam/v2beta1/groups:lookupGroup"].get).toBeDefined();
+    // The GA twins: their own paths, the v2beta1 ids unchanged, theirs with the version.
+    expect(doc.paths["/iam/v2/groups/{uid}"].get).toMatchObject({
+      operationId: "GroupsService_GetGroup_v2",
+      tags: ["chainguard.platform.iam.v2.GroupsService"],
+    });
+    expect(doc.paths["/iam/v2/groups"].get.operationId).toBe("GroupsService_ListGroups_v2");
+    expect(doc.paths["/registry/v2/repos/{uid}/readme"].get.operationId).toBe("ReposService_GetRepoReadme_v2");
+    expect(doc.paths["/vulnerabilities/v2/advisories"].get.operationId).toBe("AdvisoriesService_ListAdvisories_v2");
     expect(doc.paths["/sts/exchange"].get).toBeDefined();
     expect(doc.paths["/sts/exchange"].post).toBeDefined();
     const list = doc.paths["/iam/v2beta1/groups"].get.parameters.map((p: { name: string }) => p.name);

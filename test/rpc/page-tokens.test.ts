@@ -53,6 +53,11 @@ afterAll(async () => {
   await t?.close();
 });
 
+/** One List, whichever version declares it: the same service and method name. */
+function sameList(a: DescMethodUnary<DescMessage>, b: DescMethodUnary<DescMessage>): boolean {
+  return a.name === b.name && a.parent.name === b.parent.name;
+}
+
 /** The first page of one row of `method`, made on the REST door; its token must be set. */
 async function firstPage(method: DescMethodUnary<DescMessage>, token: CallToken = undefined) {
   const rest = callDoors[callDoors.length - 1]!;
@@ -78,7 +83,9 @@ describe("page tokens are bound to their List", () => {
           [GroupsService.method.listGroups, groups],
           [RolesService.method.listRoles, roles],
         ] as const) {
-          if (from === method) continue;
+          // Its own List, or that List's twin in the other API version (v2 / v2beta1), which
+          // continues the same query (test/rpc/api-versions.test.ts).
+          if (sameList(from, method)) continue;
           const out = await door.call(t.url, undefined, method, { pageSize: 1, pageToken: page.token });
           expect(
             out.ok ? { ok: true, body: out.body } : { code: out.code, fields: out.fields },

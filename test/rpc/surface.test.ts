@@ -14,16 +14,20 @@
  *   lacks the verb): the REST answer must not be a routing miss, an UNIMPLEMENTED answer must
  *   name the very method called (so it came from the call pipeline, not from the protocol
  *   layer), and all five doors must give the same code and reason for the same request.
+ * - Both versions: the generally available (v2) services are declared beside their v2beta1
+ *   twins, so the walk covers every method of both, and each v2 method must answer exactly as
+ *   its twin does, door for door (one implementation, src/server/api-versions.ts).
  * - The methods Trellis cannot answer (image content) say what they would need, and only
  *   after authentication and authorization, like any method.
  */
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
-import { type DescField, type DescMethodUnary, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { type DescField, type DescMethodUnary, fromBinary, fromJson, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Registry } from "../../gen/chainguard/platform/registry/registry_v1_pb.js";
+import { ReposService as ReposServiceV2 } from "../../gen/chainguard/platform/registry/v2/repos_pb.js";
 import { ReposService } from "../../gen/chainguard/platform/registry/v2beta1/repos_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { apiServices } from "../../src/server/routes.js";
@@ -110,7 +114,7 @@ describe("the registered surface", () => {
     expect(METHODS.map(fullName).filter((m) => !listed.has(m))).toEqual([]);
   });
 
-  it("calls a method through reflection alone (buf curl --reflect)", async () => {
+  it.each(["v2beta1", "v2"])("calls a %s method through reflection alone (buf curl --reflect)", async (version) => {
     const { stdout } = await run(BUF, [
       "curl",
       "--protocol",
@@ -119,10 +123,10 @@ describe("the registered surface", () => {
       "-H",
       `Authorization: Bearer ${t.token}`,
       "-d",
-      JSON.stringify({ group: { name: "via reflection" } }),
-      `${t.url}/chainguard.platform.iam.v2beta1.GroupsService/CreateGroup`,
+      JSON.stringify({ group: { name: `via reflection ${version}` } }),
+      `${t.url}/chainguard.platform.iam.${version}.GroupsService/CreateGroup`,
     ]);
-    expect(JSON.parse(stdout).name).toBe("via reflection");
+    expect(JSON.parse(stdout).name).toBe(`via reflection ${version}`);
   });
 
   it("resolves a method returning another package's message through reflection (v1 GetSbom → tenant.Sbom2)", async () => {
@@ -153,36 +157,62 @@ describe("the registered surface", () => {
   });
 });
 
+/** A GA (v2) method's v2beta1 twin: the method the same implementation serves under v2beta1. */
+function twinOf(m: DescMethodUnary): DescMethodUnary | undefined {
+  const twinService = m.parent.typeName.replace(/^(chainguard\.platform\.\w+)\.v2\./, "$1.v2beta1.");
+  if (twinService === m.parent.typeName) return undefined;
+  return DECLARED.find((s) => s.typeName === twinService)?.methods.find((x) => x.name === m.name) as DescMethodUnary | undefined;
+}
+
 describe(`every declared method on every door (${METHODS.length} methods × ${callDoors.length} doors)`, () => {
-  it.each(METHODS.map((m) => ({ m, name: fullName(m) })))("$name", async ({ m }) => {
-    const request = requestFor(m);
-    const seen: { door: string; out: CallOutcome }[] = [];
-    for (const door of callDoors) {
-      const out = await door.call(t.url, t.token, m, request);
-      const where = `${door.name}: ${JSON.stringify(out)}`;
-      seen.push({ door: door.name, out });
-      if (out.ok) continue;
-      expect(Number.isInteger(out.code) && out.code > 0 && out.code <= 16, where).toBe(true);
-      // ErrorInfo on every error: the AIP-193 body on REST, the status details elsewhere.
-      expect(out.reason, where).toBeDefined();
-      // Not a routing miss of the REST door (404 "no route", 405 "method not allowed").
-      expect(out.reason, where).not.toBe("METHOD_NOT_ALLOWED");
-      expect(out.metadata.http_method, where).toBeUndefined();
-      // An UNIMPLEMENTED made by the call pipeline for this very method, not by a protocol
-      // layer that does not know it.
-      if (out.code === Code.Unimplemented) expect(out.metadata.method, where).toBe(fullName(m));
-    }
-    const summary = (o: CallOutcome) => (o.ok ? "OK" : `${o.code} ${o.reason}`);
-    const first = summary(seen[0]!.out);
-    for (const s of seen) expect(`${s.door}: ${summary(s.out)}`).toBe(`${s.door}: ${first}`);
+  // Named in full (it.each's $name would cut a long method name short, and two methods would
+  // share a test name that -t could not pick alone).
+  for (const m of METHODS) {
+    it(fullName(m), async () => {
+      const request = requestFor(m);
+      const seen: { door: string; out: CallOutcome }[] = [];
+      for (const door of callDoors) {
+        const out = await door.call(t.url, t.token, m, request);
+        const where = `${door.name}: ${JSON.stringify(out)}`;
+        seen.push({ door: door.name, out });
+        if (out.ok) continue;
+        expect(Number.isInteger(out.code) && out.code > 0 && out.code <= 16, where).toBe(true);
+        // ErrorInfo on every error: the AIP-193 body on REST, the status details elsewhere.
+        expect(out.reason, where).toBeDefined();
+        // Not a routing miss of the REST door (404 "no route", 405 "method not allowed").
+        expect(out.reason, where).not.toBe("METHOD_NOT_ALLOWED");
+        expect(out.metadata.http_method, where).toBeUndefined();
+        // An UNIMPLEMENTED made by the call pipeline for this very method, not by a protocol
+        // layer that does not know it.
+        if (out.code === Code.Unimplemented) expect(out.metadata.method, where).toBe(fullName(m));
+      }
+      const summary = (o: CallOutcome) => (o.ok ? "OK" : `${o.code} ${o.reason}`);
+      const first = summary(seen[0]!.out);
+      for (const s of seen) expect(`${s.door}: ${summary(s.out)}`).toBe(`${s.door}: ${first}`);
+      // A GA method answers as its v2beta1 twin does, on every door (one implementation).
+      const twin = twinOf(m);
+      if (twin) {
+        const twinRequest = fromBinary(twin.input, toBinary(m.input, request));
+        for (const door of callDoors) {
+          expect(`${door.name}: ${summary(await door.call(t.url, t.token, twin, twinRequest))}`).toBe(`${door.name}: ${first}`);
+        }
+      }
+    });
+  }
+
+  it("walks both versions: every v2beta1 method of a published area has its GA (v2) twin", () => {
+    const beta = METHODS.filter((m) => /^chainguard\.platform\.\w+\.v2beta1\./.test(m.parent.typeName));
+    const ga = METHODS.filter((m) => twinOf(m) !== undefined);
+    expect(beta.length).toBeGreaterThan(0);
+    expect(ga.map((m) => fullName(twinOf(m) as DescMethodUnary)).sort()).toEqual(beta.map(fullName).sort());
   });
 });
 
 describe("methods served from local state", () => {
   // The registry's local-state methods are all built: of the v1 Registry only the image
   // content methods (below) answer UNIMPLEMENTED, and every ReposService method is served.
-  it("leaves no v1 Registry or v2beta1 ReposService method unbuilt", () => {
-    const registryServices = new Set([Registry.typeName, ReposService.typeName]);
+  it("leaves no v1 Registry or v2beta1 / v2 ReposService method unbuilt", () => {
+    const registryServices = new Set([Registry.typeName, ReposService.typeName, ReposServiceV2.typeName]);
     expect(notBuilt.filter((m) => registryServices.has(m.parent.typeName)).map(fullName)).toEqual([]);
     const served = Registry.methods.filter((m) => !(m.localName in IMAGE_CONTENT_NEEDS));
     expect(served.map((m) => m.name).sort()).toEqual(

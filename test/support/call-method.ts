@@ -49,8 +49,18 @@ export interface CallDoor {
     token: CallToken,
     method: DescMethodUnary<M>,
     request: MessageInitShape<M>,
-    options?: { readonly headers?: Readonly<Record<string, string>> },
+    options?: CallOptions,
   ): Promise<CallOutcome>;
+}
+
+export interface CallOptions {
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Receives the answer's headers: HTTP response headers on REST and Connect, response
+   * metadata on gRPC and gRPC-web (on an error, what the client reports with it: headers and
+   * trailers together).
+   */
+  readonly onResponseHeaders?: (headers: Headers) => void;
 }
 
 export function rpcDoor(transport: NamedTransport): CallDoor {
@@ -70,13 +80,18 @@ export function rpcDoor(transport: NamedTransport): CallDoor {
     name: transport.name,
     async call(baseUrl, token, method, request, options) {
       const client = createClient(method.parent as DescService, transportFor(baseUrl, token)) as Client<DescService>;
-      const fn = (client as unknown as Record<string, (r: unknown, o?: { headers?: Record<string, string> }) => Promise<unknown>>)[method.localName];
+      const fn = (client as unknown as Record<string, (r: unknown, o?: CallOptionsOfClient) => Promise<unknown>>)[method.localName];
       if (!fn) throw new Error(`no client method ${method.localName}`);
+      const callOptions: CallOptionsOfClient = {
+        ...(options?.headers && { headers: { ...options.headers } }),
+        ...(options?.onResponseHeaders && { onHeader: options.onResponseHeaders }),
+      };
       try {
-        const res = await fn(request, options?.headers ? { headers: { ...options.headers } } : undefined);
+        const res = await fn(request, callOptions);
         return { ok: true, body: toJson(method.output, res as never, { alwaysEmitImplicit: false }) as JsonObject };
       } catch (err) {
         if (!(err instanceof ConnectError)) throw err;
+        options?.onResponseHeaders?.(err.metadata);
         const info = err.findDetails(ErrorInfoSchema)[0];
         return {
           ok: false,
@@ -91,6 +106,8 @@ export function rpcDoor(transport: NamedTransport): CallDoor {
     },
   };
 }
+
+type CallOptionsOfClient = { headers?: Record<string, string>; onHeader?: (headers: Headers) => void };
 
 let routes: Map<DescMethodUnary, RouteSpec> | undefined;
 function routeOf(method: DescMethodUnary): RouteSpec {
@@ -159,6 +176,7 @@ const restDoor: CallDoor = {
     // rest() sends the operator token unless told otherwise; "" sends no Authorization header.
     const authorization: Record<string, string> = token === undefined ? {} : { authorization: token === null ? "" : `Bearer ${token}` };
     const res = await rest(baseUrl, spec.verb, `${path}${qs ? `?${qs}` : ""}`, body, { ...options?.headers, ...authorization });
+    options?.onResponseHeaders?.(res.headers);
     return restOutcome(res);
   },
 };

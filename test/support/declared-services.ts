@@ -6,9 +6,14 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { DescService } from "@bufbuild/protobuf";
+import type { DescFile, DescService } from "@bufbuild/protobuf";
 
 export async function declaredServices(): Promise<DescService[]> {
+  return (await declaredFiles()).flatMap((f) => f.services);
+}
+
+/** Every file descriptor generated from proto/chainguard and proto/trellis, in path order. */
+export async function declaredFiles(): Promise<DescFile[]> {
   const files = ["gen/chainguard", "gen/trellis"].flatMap((dir) => {
     const root = path.resolve(dir);
     return (readdirSync(root, { recursive: true }) as string[])
@@ -16,13 +21,13 @@ export async function declaredServices(): Promise<DescService[]> {
       .sort()
       .map((f) => path.join(root, f));
   });
-  const services: DescService[] = [];
+  const descs: DescFile[] = [];
   for (const file of files) {
     const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
     for (const value of Object.values(mod)) {
-      const desc = value as { kind?: string; services?: DescService[] } | undefined;
-      if (desc?.kind === "file") services.push(...(desc.services ?? []));
+      const desc = value as DescFile | undefined;
+      if (desc?.kind === "file") descs.push(desc);
     }
   }
-  return services;
+  return descs;
 }

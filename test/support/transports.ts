@@ -101,7 +101,7 @@ export function createGrpcJsTransport(baseUrl: string, auth?: TransportAuth): Tr
           request,
           metadata,
           timeoutMs ? { deadline: Date.now() + timeoutMs } : {},
-          (err, value) => (err ? reject(fromGrpcError(err)) : resolve(value as ReturnType<typeof fromBinary<O>>)),
+          (err, value) => (err ? reject(fromGrpcError(err, responseHeader)) : resolve(value as ReturnType<typeof fromBinary<O>>)),
         );
         call.on("metadata", (md) => {
           for (const [k, v] of Object.entries(md.getMap())) responseHeader.set(k, String(v));
@@ -122,7 +122,8 @@ export function createGrpcJsTransport(baseUrl: string, auth?: TransportAuth): Tr
   };
 }
 
-function fromGrpcError(err: grpc.ServiceError): ConnectError {
+/** A grpc-js error as connect clients report one: its metadata holds the response headers and trailers. */
+function fromGrpcError(err: grpc.ServiceError, responseHeader: Headers): ConnectError {
   const bin = err.metadata?.get("grpc-status-details-bin")[0];
   const details = [];
   if (bin instanceof Buffer) {
@@ -131,7 +132,7 @@ function fromGrpcError(err: grpc.ServiceError): ConnectError {
       details.push({ type: any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1), value: any.value });
     }
   }
-  const metadata = new Headers();
+  const metadata = new Headers(responseHeader);
   for (const [k, v] of Object.entries(err.metadata?.getMap() ?? {})) {
     if (typeof v === "string") metadata.set(k, v);
   }

@@ -29,6 +29,8 @@ interface ServeOptions {
   config?: string;
   metricsAddr?: string;
   drainSeconds?: string;
+  v1Sunset?: string;
+  rateLimit?: string[];
 }
 
 export function registerServe(program: Command, io: Io): void {
@@ -50,6 +52,12 @@ export function registerServe(program: Command, io: Io): void {
     .option("--config <file>", "trust configuration: identity providers, registry audience (docs/auth.md) [env TRELLIS_CONFIG]")
     .option("--metrics-addr <host:port>", "serve Prometheus /metrics on this address instead of the API port [env TRELLIS_METRICS_ADDR]")
     .option("--drain-seconds <n>", "on SIGTERM, fail /readyz this long before refusing connections [env TRELLIS_DRAIN_SECONDS, default 0]")
+    .option("--v1-sunset <date>", "announce v1's end on its answers, and refuse v1 from this date on (docs/migrating.md) [env TRELLIS_V1_SUNSET]")
+    .option(
+      "--rate-limit <name=value>",
+      "a rate limit: reads, writes, exchange or failed_authentications =POINTS/SECONDS or off, or versions=v2,v2beta1,v1|none; repeatable (docs/rest.md) [env TRELLIS_RATE_LIMITS]",
+      collect,
+    )
     .action(async (opts: ServeOptions) => {
       // Loaded on use: the server's modules would slow every client command's start.
       const { LIMITS, parseServeConfig } = await import("../../server/config.js");
@@ -110,11 +118,13 @@ function toArgs(opts: ServeOptions): string[] {
     ["config", "--config"],
     ["metricsAddr", "--metrics-addr"],
     ["drainSeconds", "--drain-seconds"],
+    ["v1Sunset", "--v1-sunset"],
   ];
   for (const [key, flag] of single) {
     const v = opts[key];
     if (typeof v === "string") args.push(flag, v);
   }
   for (const origin of opts.corsOrigin ?? []) args.push("--cors-origin", origin);
+  for (const limit of opts.rateLimit ?? []) args.push("--rate-limit", limit);
   return args;
 }
